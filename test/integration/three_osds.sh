@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# three_osds.sh - a 3-OSD dev cluster starts, spreads a pool's objects over its OSDs, answers
+# with the class on each of them, and stops leaving no daemon behind.
+# $1: build dir, $2: cluster dir.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$1 dir=$2
+cluster=$here/cluster.sh
+trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true' EXIT
+
+"$cluster" setup "$dir" "$build" --osds 3 --pool spread --pg-num 32 >/dev/null
+export CEPH_CONF=$dir/ceph.conf
+up=$(ceph osd stat -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["num_up_osds"])')
+[ "$up" = 3 ] || { echo "FAIL: $up OSDs up, want 3"; exit 1; }
+
+for i in $(seq 1 48); do echo "object $i"; done | while read -r _ i; do
+    echo "payload $i" | rados -p spread put "obj.$i" -
+done
+# Where each object is, as the OSDs themselves report it: PG stats by acting primary.
+ceph tell 'osd.*' flush_pg_stats >/dev/null 2>&1
+sleep 1
+per_osd=$(ceph pg ls-by-pool spread -f json | /usr/bin/python3 -c '
+import collections, json, sys
+s = json.load(sys.stdin)
+pgs = s["pg_stats"] if isinstance(s, dict) else s
+n = collections.Counter()
+for p in pgs:
+    n[p["acting_primary"]] += p["stat_sum"]["num_objects"]
+print(" ".join("osd.%d=%d" % (k, v) for k, v in sorted(n.items()) if v))')
+echo "objects per OSD: $per_osd"
+total=0 osds=0
+for kv in $per_osd; do total=$((total + ${kv#*=})); osds=$((osds + 1)); done
+[ "$total" = 48 ] || { echo "FAIL: PG stats count $total objects, want 48"; exit 1; }
+[ "$osds" -ge 2 ] || { echo "FAIL: all objects on one OSD ($per_osd)"; exit 1; }
+
+# The class answers on every OSD: call it on one object per primary.
+declare -A seen=()
+for i in $(seq 1 48); do
+    primary=$(ceph osd map spread "obj.$i" -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["acting_primary"])')
+    [ -n "${seen[$primary]:-}" ] && continue
+    seen[$primary]=1
+    "$build/client/sophon" version --id sophon -p spread "obj.$i" | grep -q '^class: ' ||
+        { echo "FAIL: class does not answer on osd.$primary"; exit 1; }
+done
+echo "class answers on ${#seen[@]} OSD(s)"
+[ "${#seen[@]}" -ge 2 ]
+
+# client.sophon's caps cover the data pool only.
+ceph osd pool create other 8 >/dev/null 2>&1
+echo x | rados -p other put obj -
+if "$build/client/sophon" version --id sophon -p other obj >/dev/null 2>&1; then
+    echo "FAIL: client.sophon called the class on pool other"
+    exit 1
+fi
+
+"$here/../../vstart/vstart.sh" status --dir "$dir" --build "$build" --pool spread | grep -q 'class sophon: answers' ||
+    { echo "FAIL: status does not see the class"; exit 1; }
+trap - EXIT
+"$cluster" cleanup "$dir" "$build"
+left=$(pgrep -f -- "-c $dir/ceph.conf" || true)
+[ -z "$left" ] || { echo "FAIL: left running: $left"; exit 1; }
+echo "3 OSDs: ok, nothing left running"
