@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# deps.sh - installs the Debian 12 packages sophon needs to build, test and run a dev cluster.
+# Skips apt-get entirely when everything is already there.
+set -euo pipefail
+
+packages=(
+    # build
+    cmake make gcc clang libclang-rt-14-dev pkg-config
+    libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev
+    # the dev cluster
+    ceph-mon ceph-osd ceph-mgr ceph-common procps
+    # the reference for exactness (Pillow 9.4 is what torchvision runs on)
+    python3 python3-pil python3-numpy
+    # sample data and test corpora come from Debian packages
+    dpkg ca-certificates
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing packages: ${missing[*]}" >&2
+    echo "deps: run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
