@@ -16,20 +16,27 @@ up=$(ceph osd stat -f json | /usr/bin/python3 -c 'import json,sys; print(json.lo
 for i in $(seq 1 48); do echo "object $i"; done | while read -r _ i; do
     echo "payload $i" | rados -p spread put "obj.$i" -
 done
-# Where each object is, as the OSDs themselves report it: PG stats by acting primary.
-ceph tell 'osd.*' flush_pg_stats >/dev/null 2>&1
-sleep 1
-per_osd=$(ceph pg ls-by-pool spread -f json | /usr/bin/python3 -c '
+# Where each object is, as the OSDs themselves report it: PG stats by acting primary. The mgr
+# aggregates them a few seconds late, so ask until every object is counted.
+count_per_osd() {
+    ceph pg ls-by-pool spread -f json | /usr/bin/python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 pgs = s["pg_stats"] if isinstance(s, dict) else s
 n = collections.Counter()
 for p in pgs:
     n[p["acting_primary"]] += p["stat_sum"]["num_objects"]
-print(" ".join("osd.%d=%d" % (k, v) for k, v in sorted(n.items()) if v))')
+print(" ".join("osd.%d=%d" % (k, v) for k, v in sorted(n.items()) if v))'
+}
+for try in $(seq 1 30); do
+    ceph tell 'osd.*' flush_pg_stats >/dev/null 2>&1 || true
+    per_osd=$(count_per_osd)
+    total=0 osds=0
+    for kv in $per_osd; do total=$((total + ${kv#*=})); osds=$((osds + 1)); done
+    [ "$total" = 48 ] && break
+    sleep 1
+done
 echo "objects per OSD: $per_osd"
-total=0 osds=0
-for kv in $per_osd; do total=$((total + ${kv#*=})); osds=$((osds + 1)); done
 [ "$total" = 48 ] || { echo "FAIL: PG stats count $total objects, want 48"; exit 1; }
 [ "$osds" -ge 2 ] || { echo "FAIL: all objects on one OSD ($per_osd)"; exit 1; }
 
@@ -37,6 +44,7 @@ for kv in $per_osd; do total=$((total + ${kv#*=})); osds=$((osds + 1)); done
 declare -A seen=()
 for i in $(seq 1 48); do
     primary=$(ceph osd map spread "obj.$i" -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["acting_primary"])')
+    [ "${#seen[@]}" = 3 ] && break
     [ -n "${seen[$primary]:-}" ] && continue
     seen[$primary]=1
     "$build/client/sophon" version --id sophon -p spread "obj.$i" | grep -q '^class: ' ||
@@ -53,8 +61,10 @@ if "$build/client/sophon" version --id sophon -p other obj >/dev/null 2>&1; then
     exit 1
 fi
 
-"$here/../../vstart/vstart.sh" status --dir "$dir" --build "$build" --pool spread | grep -q 'class sophon: answers' ||
-    { echo "FAIL: status does not see the class"; exit 1; }
+status=$("$here/../../vstart/vstart.sh" status --dir "$dir" --build "$build" --pool spread 2>&1) ||
+    { echo "FAIL: status says the cluster is unwell:"; echo "$status"; exit 1; }
+grep -q 'class sophon: answers' <<<"$status" ||
+    { echo "FAIL: status does not see the class:"; echo "$status"; exit 1; }
 trap - EXIT
 "$cluster" cleanup "$dir" "$build"
 left=$(pgrep -f -- "-c $dir/ceph.conf" || true)
