@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prep.h"
+
 /* Reply of the class method `version`: "SPHV". */
 #define SOPHON_VERSION_MAGIC 0x56485053u
 #define SOPHON_VERSION_MSG_LEN 16
@@ -32,6 +34,62 @@ int sophon_version_decode(struct sophon_version_info *out, const uint8_t *buf, s
 
 /* Formats a packed version as "major.minor.patch" into buf; returns buf. */
 const char *sophon_version_format(char *buf, size_t len, uint32_t packed);
+
+/*
+ * The prep request ("SPHQ"): what the class method `prep` (and the client's local path) runs.
+ * Carries every parameter explicitly; the OSD draws nothing at random.
+ */
+#define SOPHON_REQUEST_MAGIC 0x51485053u
+#define SOPHON_REQUEST_LEN 60
+
+/* Encodes p. Returns SOPHON_REQUEST_LEN, -ERANGE if cap is too small, -EINVAL if p is not a
+ * request that sophon_request_decode() would accept. */
+int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_params *p);
+
+/*
+ * Decodes a request. Returns 0; -EINVAL if buf is malformed (bad magic or length, unknown
+ * format or flags, nonzero reserved bits, empty box, an output side of 0 or over
+ * SOPHON_MAX_SIDE, a mean or std that is not finite or a std of 0); -EPROTO if it is a layout
+ * version this build does not know.
+ */
+int sophon_request_decode(struct sophon_prep_params *out, const uint8_t *buf, size_t len);
+
+/* The prep response ("SPHR"): a header, then the output bytes. */
+#define SOPHON_RESPONSE_MAGIC 0x52485053u
+#define SOPHON_RESPONSE_HDR_LEN 48
+
+struct sophon_response {
+    uint8_t format;        /* enum sophon_format of the payload */
+    uint8_t flip, fast;    /* as requested */
+    uint8_t channels;      /* 3 */
+    uint32_t width, height;
+    uint64_t cpu_ns;       /* thread CPU time the preparation took where it ran */
+    uint64_t source_bytes; /* bytes of the stored object */
+    uint64_t payload_len;  /* width * height * channels * (1 for u8, 4 for f32) */
+};
+
+/* Bytes of the payload that a response with this geometry and format carries; 0 if invalid. */
+uint64_t sophon_response_payload_size(const struct sophon_response *r);
+
+/* Encodes the header only (the payload follows it). Returns SOPHON_RESPONSE_HDR_LEN, -ERANGE,
+ * or -EINVAL if payload_len does not match the geometry. */
+int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r);
+
+/* Decodes a response; *payload points into buf. Returns 0 or -EINVAL (-EPROTO: unknown layout). */
+int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
+                           const uint8_t *buf, size_t len);
+
+/* The probe reply ("SPHP"): the header facts of a stored JPEG and the object's size. */
+#define SOPHON_PROBE_MAGIC 0x50485053u
+#define SOPHON_PROBE_MSG_LEN 40
+
+struct sophon_probe_reply {
+    struct sophon_probe_info info;
+    uint64_t object_size;
+};
+
+int sophon_probe_encode(uint8_t *out, size_t cap, const struct sophon_probe_reply *r);
+int sophon_probe_decode(struct sophon_probe_reply *out, const uint8_t *buf, size_t len);
 
 /* Little-endian helpers shared by the encoders and decoders of this format. */
 void sophon__put_le16(uint8_t *p, uint16_t v);

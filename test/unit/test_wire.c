@@ -91,6 +91,164 @@ static void version_format(void **state)
     assert_string_equal(sophon_version_format(buf, sizeof(buf), 0x010203), "1.2.3");
 }
 
+static struct sophon_prep_params sample_params(void)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    p.box_x = 10;
+    p.box_y = 20;
+    p.box_w = 300;
+    p.box_h = 200;
+    p.flip = 1;
+    p.format = SOPHON_FORMAT_F32;
+    return p;
+}
+
+static void request_roundtrip(void **state)
+{
+    (void)state;
+    struct sophon_prep_params in = sample_params(), out;
+    uint8_t buf[SOPHON_REQUEST_LEN];
+
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &in), SOPHON_REQUEST_LEN);
+    assert_memory_equal(buf, "SPHQ", 4);
+    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), 0);
+    assert_int_equal(out.box_x, 10);
+    assert_int_equal(out.box_y, 20);
+    assert_int_equal(out.box_w, 300);
+    assert_int_equal(out.box_h, 200);
+    assert_int_equal(out.out_w, 224);
+    assert_int_equal(out.out_h, 224);
+    assert_int_equal(out.flip, 1);
+    assert_int_equal(out.fast, 0);
+    assert_int_equal(out.format, SOPHON_FORMAT_F32);
+    assert_memory_equal(out.mean, in.mean, sizeof(in.mean));
+    assert_memory_equal(out.std, in.std, sizeof(in.std));
+}
+
+/* Each case breaks one field of a valid request; every one must be refused with -EINVAL. */
+static void request_decode_refuses_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        size_t off, width;
+        uint32_t value;
+    } cases[] = {
+        {"magic", 0, 1, 'X'},        {"layout version 0", 4, 2, 0}, {"header length", 6, 2, 59},
+        {"box w 0", 16, 4, 0},       {"box h 0", 20, 4, 0},         {"out w 0", 24, 4, 0},
+        {"format", 32, 1, 7},        {"flags", 33, 1, 0x80},        {"reserved", 34, 2, 1},
+        {"mean inf", 40, 4, 0x7f800000u}, {"std NaN", 48, 4, 0x7fc00000u}, {"std 0", 52, 4, 0},
+    };
+    struct sophon_prep_params in = sample_params(), out;
+    uint8_t good[SOPHON_REQUEST_LEN], bad[SOPHON_REQUEST_LEN + 1];
+
+    sophon_request_encode(good, sizeof(good), &in);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, good, sizeof(good));
+        if (cases[i].width == 4)
+            sophon__put_le32(bad + cases[i].off, cases[i].value);
+        else if (cases[i].width == 2)
+            sophon__put_le16(bad + cases[i].off, (uint16_t)cases[i].value);
+        else
+            bad[cases[i].off] = (uint8_t)cases[i].value;
+        if (sophon_request_decode(&out, bad, sizeof(good)) != -EINVAL)
+            fail_msg("request with bad %s accepted", cases[i].what);
+    }
+    /* Truncated, trailing bytes, nothing at all. */
+    assert_int_equal(sophon_request_decode(&out, good, sizeof(good) - 1), -EINVAL);
+    memcpy(bad, good, sizeof(good));
+    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good) + 1), -EINVAL);
+    assert_int_equal(sophon_request_decode(&out, NULL, 0), -EINVAL);
+    /* An output side over the maximum. */
+    memcpy(bad, good, sizeof(good));
+    sophon__put_le32(bad + 28, SOPHON_MAX_SIDE + 1);
+    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good)), -EINVAL);
+    /* A box whose end overflows 32 bits. */
+    memcpy(bad, good, sizeof(good));
+    sophon__put_le32(bad + 8, UINT32_MAX);
+    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good)), -EINVAL);
+}
+
+static void request_newer_layout_is_eproto(void **state)
+{
+    (void)state;
+    struct sophon_prep_params in = sample_params(), out;
+    uint8_t buf[SOPHON_REQUEST_LEN];
+
+    sophon_request_encode(buf, sizeof(buf), &in);
+    buf[4] = 2;
+    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), -EPROTO);
+}
+
+static void request_encode_refuses_invalid(void **state)
+{
+    (void)state;
+    struct sophon_prep_params p = sample_params();
+    uint8_t buf[SOPHON_REQUEST_LEN];
+
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf) - 1, &p), -ERANGE);
+    p.std[1] = 0.0f;
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
+    p = sample_params();
+    p.box_w = 0;
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
+}
+
+static void response_roundtrip(void **state)
+{
+    (void)state;
+    struct sophon_response in = {.format = SOPHON_FORMAT_U8, .flip = 1, .channels = 3,
+                                 .width = 4, .height = 2, .cpu_ns = 123456789012ull,
+                                 .source_bytes = 5000000000ull, .payload_len = 24},
+                           out;
+    uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 24];
+    const uint8_t *payload = NULL;
+
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in),
+                     SOPHON_RESPONSE_HDR_LEN);
+    for (int i = 0; i < 24; i++)
+        buf[SOPHON_RESPONSE_HDR_LEN + i] = (uint8_t)i;
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), 0);
+    assert_ptr_equal(payload, buf + SOPHON_RESPONSE_HDR_LEN);
+    assert_int_equal(out.width, 4);
+    assert_int_equal(out.height, 2);
+    assert_int_equal(out.flip, 1);
+    assert_true(out.cpu_ns == 123456789012ull);
+    assert_true(out.source_bytes == 5000000000ull);
+    assert_true(out.payload_len == 24);
+    /* The payload must be exactly as long as the geometry says. */
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf) - 1), -EINVAL);
+    in.format = SOPHON_FORMAT_F32;
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
+    in.payload_len = 96;
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in),
+                     SOPHON_RESPONSE_HDR_LEN);
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
+}
+
+static void probe_roundtrip(void **state)
+{
+    (void)state;
+    struct sophon_probe_reply in = {0}, out;
+    uint8_t buf[SOPHON_PROBE_MSG_LEN];
+
+    in.info.width = 64250;
+    in.info.height = 64250;
+    in.info.components = 3;
+    in.info.progressive = 1;
+    in.info.colorspace = SOPHON_CS_YCBCR;
+    in.info.subsampling = SOPHON_SS_420;
+    in.info.bits = 8;
+    in.info.scans = 10;
+    in.object_size = 1400;
+    assert_int_equal(sophon_probe_encode(buf, sizeof(buf), &in), SOPHON_PROBE_MSG_LEN);
+    assert_int_equal(sophon_probe_decode(&out, buf, sizeof(buf)), 0);
+    assert_memory_equal(&in.info, &out.info, sizeof(in.info));
+    assert_true(out.object_size == 1400);
+    buf[0] = 0;
+    assert_int_equal(sophon_probe_decode(&out, buf, sizeof(buf)), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -100,6 +258,12 @@ int main(void)
         cmocka_unit_test(version_decode_accepts_longer_layout),
         cmocka_unit_test(le_helpers),
         cmocka_unit_test(version_format),
+        cmocka_unit_test(request_roundtrip),
+        cmocka_unit_test(request_decode_refuses_malformed),
+        cmocka_unit_test(request_newer_layout_is_eproto),
+        cmocka_unit_test(request_encode_refuses_invalid),
+        cmocka_unit_test(response_roundtrip),
+        cmocka_unit_test(probe_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,146 @@
+/*
+ * prep.h - the sophon image pipeline: one JPEG in, one training sample out.
+ *
+ * The pipeline is torchvision's RandomResizedCrop + RandomHorizontalFlip (+ ToTensor + Normalize)
+ * on its default PIL loader, with the random parameters already drawn:
+ *
+ *     Image.open(f).convert('RGB').crop(box).resize((out_w, out_h), BILINEAR)
+ *         [.transpose(FLIP_LEFT_RIGHT)]  [-> float32, (x / 255 - mean) / std]
+ *
+ * In exact mode (fast = 0) the u8 output is byte-identical to Pillow 9.4 linked against the same
+ * libjpeg-turbo: accurate integer IDCT, fancy upsampling, Pillow's fixed-point bilinear resample.
+ * Only the rows and columns the crop needs are decoded; the result does not depend on that.
+ *
+ * Differences from Pillow, all refusals (never different pixels):
+ *  - Any libjpeg warning (corrupt data, premature end of data, extraneous bytes) is an error
+ *    (-EBADMSG). Pillow decodes some of those files; on a storage node we refuse them.
+ *  - A crop box that is not fully inside the image is -EINVAL (Pillow pads with black).
+ *  - Limits (struct sophon_limits) are enforced before any large allocation.
+ *
+ * Errors: every int-returning function returns 0 or a negative errno:
+ *   -EINVAL      bad parameters: NULL pointers, empty box, box not inside the image,
+ *                out_w or out_h 0 or > SOPHON_MAX_SIDE, unknown format, std of 0 or not finite.
+ *   -EBADMSG     not a JPEG, corrupt or truncated data, any libjpeg warning.
+ *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
+ *                component counts other than 1, 3 and 4.
+ *   -E2BIG       over a limit: width * height > max_pixels, more than max_scans scans.
+ *   -EFBIG       output larger than max_output_bytes, or libjpeg's working memory over budget.
+ *   -ENOMEM      allocation failure.
+ *   -ERANGE      out_cap smaller than sophon_prep_output_size().
+ * On error a one-line message (no newline) is written to err when err != NULL and errlen > 0.
+ *
+ * All functions are reentrant and thread-safe: no global mutable state; each call owns its
+ * decoder. Nothing calls exit() or abort() on bad input.
+ */
+#ifndef SOPHON_PREP_H
+#define SOPHON_PREP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest accepted out_w and out_h. */
+#define SOPHON_MAX_SIDE 8192u
+
+enum sophon_format {
+    SOPHON_FORMAT_U8 = 0,  /* out_h rows of out_w RGB pixels, 3 bytes each (HWC, interleaved). */
+    SOPHON_FORMAT_F32 = 1, /* 3 planes R, G, B of out_h * out_w host-endian floats (CHW, the
+                            * layout of a torch tensor), value (u8 / 255 - mean[c]) / std[c]
+                            * computed in float exactly as ToTensor + Normalize do. */
+};
+
+/* What to do with one JPEG. Start from SOPHON_PREP_PARAMS_INIT. */
+struct sophon_prep_params {
+    uint32_t box_x, box_y, box_w, box_h; /* Crop box in source pixels; must lie in the image. */
+    uint32_t out_w, out_h;               /* Output size, e.g. 224x224, 1..SOPHON_MAX_SIDE. */
+    uint8_t flip;                        /* 1 = horizontal flip after resize. */
+    uint8_t format;                      /* enum sophon_format. */
+    uint8_t fast;   /* 1 = fast mode: fast IDCT, simple upsampling and DCT-domain downscaling by
+                     * 1/2, 1/4 or 1/8 while the scaled box stays >= 2x the output (not exact). */
+    float mean[3], std[3]; /* f32 normalization; ImageNet defaults in the INIT macro. */
+};
+
+#define SOPHON_PREP_PARAMS_INIT                                                                    \
+    {                                                                                              \
+        0, 0, 0, 0, 224, 224, 0, SOPHON_FORMAT_U8, 0, {0.485f, 0.456f, 0.406f},                    \
+            {0.229f, 0.224f, 0.225f}                                                               \
+    }
+
+/* Budget for untrusted input. A field of 0 means "no limit" for that field. */
+struct sophon_limits {
+    uint64_t max_pixels;       /* width * height of the JPEG (not of the crop). */
+    uint32_t max_scans;        /* Scans in the file (progressive JPEGs have several). */
+    uint64_t max_output_bytes; /* sophon_prep_output_size() upper bound. */
+};
+
+#define SOPHON_LIMITS_INIT {89478485u /* Pillow MAX_IMAGE_PIXELS */, 1000, 64u << 20}
+
+enum sophon_colorspace {
+    SOPHON_CS_UNKNOWN = 0,
+    SOPHON_CS_GRAY = 1,
+    SOPHON_CS_RGB = 2,
+    SOPHON_CS_YCBCR = 3,
+    SOPHON_CS_CMYK = 4,
+    SOPHON_CS_YCCK = 5,
+};
+
+enum sophon_subsampling {
+    SOPHON_SS_444 = 0,
+    SOPHON_SS_422 = 1,
+    SOPHON_SS_420 = 2,
+    SOPHON_SS_440 = 3,
+    SOPHON_SS_411 = 4,
+    SOPHON_SS_GRAY = 5,
+    SOPHON_SS_OTHER = 6,
+};
+
+/* What the JPEG header says; filled by sophon_probe() without decoding any pixel. */
+struct sophon_probe_info {
+    uint32_t width, height;
+    uint8_t components;  /* 1, 3 or 4 for images we can decode. */
+    uint8_t progressive; /* 1 if progressive (SOF2/SOF10). */
+    uint8_t colorspace;  /* enum sophon_colorspace, as libjpeg guesses it from the markers. */
+    uint8_t subsampling; /* enum sophon_subsampling, from the sampling factors. */
+    uint8_t bits;        /* Sample precision, 8 for images we can decode. */
+    uint32_t scans;      /* Number of SOS markers in the file (counted by a marker walk). */
+};
+
+/*
+ * sophon_probe - read the header of jpeg[0..len) into *out.
+ * Reads markers only (no entropy decoding); cost is O(len) for the scan count.
+ * Returns 0, -EINVAL (NULL out/jpeg), -EBADMSG (not a JPEG / corrupt header),
+ * -EOPNOTSUPP (e.g. 12-bit: width/height/bits are still filled in when known).
+ */
+int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len, char *err,
+                 size_t errlen);
+
+/*
+ * sophon_prep_output_size - bytes the output needs: out_w * out_h * 3 (u8) or
+ * out_w * out_h * 3 * 4 (f32), computed in 64 bits. 0 if p is NULL, a side is 0 or larger
+ * than SOPHON_MAX_SIDE, or the format is unknown.
+ */
+uint64_t sophon_prep_output_size(const struct sophon_prep_params *p);
+
+/*
+ * sophon_prep_run - run the pipeline on jpeg[0..len) with parameters p and budget lim
+ * (NULL = SOPHON_LIMITS_INIT). Writes exactly sophon_prep_output_size(p) bytes to out, which the
+ * caller owns and which must hold out_cap >= that many bytes; on error the content of out is
+ * unspecified. Temporary memory is malloc'ed and freed before returning.
+ * Returns 0 or a negative errno (see the top of this file); err gets a one-line message.
+ */
+int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t len,
+                    const struct sophon_prep_params *p, const struct sophon_limits *lim, char *err,
+                    size_t errlen);
+
+/* Static names for enum values ("ycbcr", "420", ...); "unknown" / "other" when out of range. */
+const char *sophon_colorspace_name(int cs);
+const char *sophon_subsampling_name(int ss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOPHON_PREP_H */
