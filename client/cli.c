@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "sampler.h"
 
 void cli_error(const struct cli *c, const char *fmt, ...)
 {
@@ -178,4 +181,169 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
         cli_error(c, "%s on %s failed: %s (%d)", what, oid, strerror(-err), err);
         break;
     }
+}
+
+int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max,
+                  uint64_t *out)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9') {
+        cli_error(c, "%s: '%s' is not a number", what, s != NULL ? s : "");
+        return -1;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > max) {
+        cli_error(c, "%s: '%s' is not a number from 0 to %llu", what, s, (unsigned long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parses "A<sep>B<sep>..." into n numbers of at most max each. */
+static int parse_list(const struct cli *c, const char *what, const char *arg, char sep, int n,
+                      uint64_t max, uint64_t *out)
+{
+    char buf[128];
+    if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf)) {
+        cli_error(c, "%s: '%s' is too long", what, arg);
+        return -1;
+    }
+    char *p = buf;
+    for (int i = 0; i < n; i++) {
+        char *next = strchr(p, sep);
+        if ((i < n - 1) != (next != NULL)) {
+            cli_error(c, "%s wants %d numbers separated by '%c', not '%s'", what, n, sep, arg);
+            return -1;
+        }
+        if (next != NULL)
+            *next = '\0';
+        if (cli_parse_u64(c, what, p, max, &out[i]) < 0)
+            return -1;
+        p = next != NULL ? next + 1 : p;
+    }
+    return 0;
+}
+
+void cli_prep_init(struct cli_prep *o)
+{
+    static const struct sophon_prep_params defaults = SOPHON_PREP_PARAMS_INIT;
+    memset(o, 0, sizeof(*o));
+    o->p = defaults;
+}
+
+int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char *arg)
+{
+    uint64_t v[4];
+
+    switch (opt) {
+    case CLI_OPT_BOX:
+        if (parse_list(c, "--box", arg, ',', 4, UINT32_MAX, v) < 0)
+            return -1;
+        if (v[2] == 0 || v[3] == 0) {
+            cli_error(c, "--box %s is empty: W and H must be at least 1", arg);
+            return -1;
+        }
+        o->p.box_x = (uint32_t)v[0];
+        o->p.box_y = (uint32_t)v[1];
+        o->p.box_w = (uint32_t)v[2];
+        o->p.box_h = (uint32_t)v[3];
+        o->have_box = 1;
+        return 1;
+    case CLI_OPT_SEED:
+        o->have_seed = 1;
+        return cli_parse_u64(c, "--seed", arg, UINT64_MAX, &o->seed) < 0 ? -1 : 1;
+    case CLI_OPT_EPOCH:
+        return cli_parse_u64(c, "--epoch", arg, UINT64_MAX, &o->epoch) < 0 ? -1 : 1;
+    case CLI_OPT_INDEX:
+        return cli_parse_u64(c, "--index", arg, UINT64_MAX, &o->index) < 0 ? -1 : 1;
+    case CLI_OPT_SIZE:
+        if (strchr(arg, 'x') != NULL) {
+            if (parse_list(c, "--size", arg, 'x', 2, SOPHON_MAX_SIDE, v) < 0)
+                return -1;
+        } else {
+            if (cli_parse_u64(c, "--size", arg, SOPHON_MAX_SIDE, &v[0]) < 0)
+                return -1;
+            v[1] = v[0];
+        }
+        if (v[0] == 0 || v[1] == 0) {
+            cli_error(c, "--size %s: sides must be from 1 to %u", arg, SOPHON_MAX_SIDE);
+            return -1;
+        }
+        o->p.out_w = (uint32_t)v[0];
+        o->p.out_h = (uint32_t)v[1];
+        return 1;
+    case CLI_OPT_FLIP:
+        o->p.flip = 1;
+        return 1;
+    case CLI_OPT_FORMAT:
+        if (strcmp(arg, "u8") == 0)
+            o->p.format = SOPHON_FORMAT_U8;
+        else if (strcmp(arg, "f32") == 0)
+            o->p.format = SOPHON_FORMAT_F32;
+        else {
+            cli_error(c, "--format wants u8 or f32, not '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_FAST:
+        o->p.fast = 1;
+        return 1;
+    case 'o':
+        o->output = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height)
+{
+    if (o->have_box == o->have_seed) {
+        cli_error(c, "give either --box X,Y,W,H or --seed S");
+        return -1;
+    }
+    if (o->have_seed) {
+        uint8_t flip = o->p.flip;
+        if (sophon_draw_crop(&o->p, o->seed, o->epoch, o->index, width, height, NULL) < 0) {
+            cli_error(c, "cannot draw a crop for a %ux%u image", width, height);
+            return -1;
+        }
+        o->p.flip |= flip;
+    }
+    return 0;
+}
+
+int cli_read_file(const char *path, uint8_t **buf, size_t *len, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -errno;
+    int r = 0;
+    uint8_t *p = NULL;
+    long size;
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        r = -EIO;
+        goto done;
+    }
+    if ((unsigned long)size > max) {
+        r = -EFBIG;
+        goto done;
+    }
+    p = malloc(size > 0 ? (size_t)size : 1);
+    if (p == NULL) {
+        r = -ENOMEM;
+        goto done;
+    }
+    if (fread(p, 1, (size_t)size, f) != (size_t)size) {
+        r = -EIO;
+        free(p);
+        goto done;
+    }
+    *buf = p;
+    *len = (size_t)size;
+done:
+    fclose(f);
+    return r;
 }

@@ -8,7 +8,11 @@
 #include <getopt.h>
 #include <stdbool.h>
 
+#include <stdint.h>
+
 #include <rados/librados.h>
+
+#include "prep.h"
 
 struct cli {
     const char *prog;    /* "sophon version", for messages */
@@ -61,7 +65,63 @@ void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(
  */
 void cli_class_error(const struct cli *c, const char *what, const char *oid, int err);
 
+/* Parses an unsigned decimal number of at most max; prints why not and returns -1 if it is not. */
+int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max,
+                  uint64_t *out);
+
+/* The request options of `sophon prep` and `sophon exec`. */
+struct cli_prep {
+    struct sophon_prep_params p;
+    int have_box, have_seed;
+    uint64_t seed, epoch, index;
+    const char *output; /* -o */
+};
+
+#define CLI_PREP_SHORTOPTS "o:"
+enum {
+    CLI_OPT_BOX = CLI_OPT_FIRST_OWN,
+    CLI_OPT_SEED,
+    CLI_OPT_EPOCH,
+    CLI_OPT_INDEX,
+    CLI_OPT_SIZE,
+    CLI_OPT_FLIP,
+    CLI_OPT_FORMAT,
+    CLI_OPT_FAST,
+    CLI_OPT_FIRST_CMD,
+};
+#define CLI_PREP_LONGOPTS                                                                          \
+    {"box", required_argument, NULL, CLI_OPT_BOX}, {"seed", required_argument, NULL, CLI_OPT_SEED}, \
+        {"epoch", required_argument, NULL, CLI_OPT_EPOCH},                                         \
+        {"index", required_argument, NULL, CLI_OPT_INDEX},                                         \
+        {"size", required_argument, NULL, CLI_OPT_SIZE}, {"flip", no_argument, NULL, CLI_OPT_FLIP}, \
+        {"format", required_argument, NULL, CLI_OPT_FORMAT},                                       \
+        {"fast", no_argument, NULL, CLI_OPT_FAST}, {"output", required_argument, NULL, 'o'}
+
+#define CLI_PREP_HELP                                                                              \
+    "Request options:\n"                                                                           \
+    "      --box X,Y,W,H   crop box in source pixels\n"                                            \
+    "      --seed S        draw box and flip as torchvision's RandomResizedCrop does, from seed\n"  \
+    "                      S, --epoch E (default 0) and --index I (default 0)\n"                    \
+    "      --size N|WxH    output size (default 224)\n"                                            \
+    "      --flip          flip horizontally after resizing\n"                                     \
+    "      --format F      u8 (HWC RGB bytes, default) or f32 (CHW float32, ImageNet-normalized)\n" \
+    "      --fast          fast mode: DCT-domain scaling and fast IDCT (not exact)\n"               \
+    "  -o, --output OUT    write the output: OUT.ppm or OUT.png as an image, else raw bytes\n"
+
+void cli_prep_init(struct cli_prep *o);
+/* Handles a request option: 1 handled, 0 not one, -1 invalid (after printing why). */
+int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char *arg);
+/* Completes the request for an image of width x height: draws box and flip from the seed if
+ * --seed was given. Returns 0, or -1 after printing why the request is incomplete. */
+int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height);
+
+/* Reads a whole file (at most max bytes). Returns 0 or a negative errno. */
+int cli_read_file(const char *path, uint8_t **buf, size_t *len, size_t max);
+
 /* Subcommands. */
 int cmd_version(int argc, char **argv);
+int cmd_prep(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

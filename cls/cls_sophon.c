@@ -15,8 +15,18 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "prep.h"
 #include "sophon_config.h"
 #include "wire.h"
+
+/*
+ * The budget of one call. The stored object is read whole into OSD memory, so its size is
+ * bounded too; the pipeline's own limits bound the decoded image, the scans and the output.
+ * Worst case per call: the object, the output, and the decoder's working memory (rows of the
+ * crop, bounded by max_pixels).
+ */
+#define SOPHON_MAX_OBJECT_BYTES (64 << 20)
+static const struct sophon_limits osd_limits = SOPHON_LIMITS_INIT;
 
 /* Level 0 reaches the OSD log by default: load messages and real errors only. */
 #define SOPHON_LOG(level, fmt, ...) cls_log((level), "<cls> sophon: %s: " fmt, __func__, ##__VA_ARGS__)
@@ -33,6 +43,105 @@ static int reply(char **out, int *out_len, const uint8_t *buf, size_t len)
         p[i] = (char)buf[i];
     *out = p;
     *out_len = (int)len;
+    return 0;
+}
+
+/*
+ * read_object - reads the whole stored object, refusing one over SOPHON_MAX_OBJECT_BYTES
+ * without reading more than one byte past that. *buf is freed with cls_free().
+ */
+static int read_object(cls_method_context_t ctx, char **buf, int *len, const char *method)
+{
+    *buf = NULL;
+    int r = cls_read(ctx, 0, SOPHON_MAX_OBJECT_BYTES + 1, buf, len);
+    if (r < 0) {
+        SOPHON_LOG(0, "%s: reading the object failed: %d", method, r);
+        return r;
+    }
+    if (*len > SOPHON_MAX_OBJECT_BYTES) {
+        SOPHON_LOG(0, "%s: object over %d bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);
+        cls_free(*buf);
+        *buf = NULL;
+        return -EFBIG;
+    }
+    return 0;
+}
+
+/*
+ * probe - a read method that returns the stored JPEG's header facts (size, components,
+ * subsampling, progressive, colour space, scans) and the object's size, without decoding it.
+ */
+static int probe(cls_method_context_t ctx, char *in, int in_len, char **out, int *out_len)
+{
+    struct sophon_probe_reply reply_msg = {0};
+    uint8_t buf[SOPHON_PROBE_MSG_LEN];
+    char err[160] = "";
+    char *data;
+    int len, r;
+
+    (void)in;
+    (void)in_len;
+    r = read_object(ctx, &data, &len, "probe");
+    if (r < 0)
+        return r;
+    r = sophon_probe(&reply_msg.info, (const uint8_t *)data, (size_t)len, err, sizeof(err));
+    cls_free(data);
+    if (r < 0) {
+        SOPHON_LOG(0, "probe: %s: %d", err, r);
+        return r;
+    }
+    reply_msg.object_size = (uint64_t)len;
+    r = sophon_probe_encode(buf, sizeof(buf), &reply_msg);
+    if (r < 0)
+        return r;
+    SOPHON_LOG(10, "probe: %ux%u, %d bytes", reply_msg.info.width, reply_msg.info.height, len);
+    return reply(out, out_len, buf, (size_t)r);
+}
+
+/*
+ * prep - a read method that runs a prep request (wire.h) on the stored JPEG and returns the
+ * response: a header with the geometry, format and CPU time, then the pixels.
+ */
+static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int *out_len)
+{
+    struct sophon_prep_params p;
+    char err[160] = "";
+    char *data = NULL, *resp;
+    int len, r;
+
+    r = sophon_request_decode(&p, (const uint8_t *)in, in_len > 0 ? (size_t)in_len : 0);
+    if (r < 0) {
+        SOPHON_LOG(0, "prep: malformed request of %d bytes: %d", in_len, r);
+        return r;
+    }
+    uint64_t size = sophon_response_size(&p);
+    if (size - SOPHON_RESPONSE_HDR_LEN > osd_limits.max_output_bytes) {
+        SOPHON_LOG(0, "prep: output of %llu bytes over the limit: %d", (unsigned long long)size,
+                   -EFBIG);
+        return -EFBIG;
+    }
+    r = read_object(ctx, &data, &len, "prep");
+    if (r < 0)
+        return r;
+    resp = cls_alloc(size);
+    if (resp == NULL) {
+        cls_free(data);
+        SOPHON_LOG(0, "prep: no memory for %llu bytes: %d", (unsigned long long)size, -ENOMEM);
+        return -ENOMEM;
+    }
+    r = sophon_prep_respond((uint8_t *)resp, size, (const uint8_t *)data, (size_t)len, &p,
+                            &osd_limits, err, sizeof(err));
+    cls_free(data);
+    if (r < 0) {
+        cls_free(resp);
+        SOPHON_LOG(0, "prep: %s: %d", err, r);
+        return r;
+    }
+    SOPHON_LOG(10, "prep: box %u,%u,%u,%u -> %ux%u %s%s, %d -> %llu bytes", p.box_x, p.box_y,
+               p.box_w, p.box_h, p.out_w, p.out_h, p.format == SOPHON_FORMAT_F32 ? "f32" : "u8",
+               p.flip ? " flipped" : "", len, (unsigned long long)size);
+    *out = resp;
+    *out_len = (int)size;
     return 0;
 }
 
@@ -61,7 +170,7 @@ static int version(cls_method_context_t ctx, char *in, int in_len, char **out, i
 void __cls_init(void)
 {
     cls_handle_t cls;
-    cls_method_handle_t h_version;
+    cls_method_handle_t h_version, h_probe, h_prep;
 
     SOPHON_LOG(0, "loading class sophon %s (wire format %d)", SOPHON_VERSION_STRING,
                SOPHON_WIRE_VERSION);
@@ -70,4 +179,6 @@ void __cls_init(void)
         return;
     }
     cls_register_method(cls, "version", CLS_METHOD_RD, version, &h_version);
+    cls_register_method(cls, "probe", CLS_METHOD_RD, probe, &h_probe);
+    cls_register_method(cls, "prep", CLS_METHOD_RD, prep, &h_prep);
 }

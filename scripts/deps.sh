@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     # build
     cmake make gcc clang libclang-rt-14-dev pkg-config
-    libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev
+    libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev zlib1g-dev
     # the dev cluster
     ceph-mon ceph-osd ceph-mgr ceph-common procps
     # the reference for exactness (Pillow 9.4 is what torchvision runs on)

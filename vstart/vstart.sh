@@ -286,7 +286,7 @@ do_start() {
         local port
         port=$(mon_port)
         if ! pid_alive "$dir/run/mon.a.pid"; then
-            if ! /usr/bin/python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' "$port" 2>/dev/null; then
+            if ! /usr/bin/python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1])))' "$port" 2>/dev/null; then
                 die "the monitor's port 127.0.0.1:$port is in use by another program: stop it, or remove $dir to make a new cluster"
             fi
             start_daemon mon.a

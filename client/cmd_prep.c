@@ -1,0 +1,252 @@
+/*
+ * cmd_prep.c - `sophon prep` (a local file, no cluster) and `sophon exec` (an object, prepared in
+ * the OSD holding it, or with --local on this client): the same request, the same code, the
+ * same bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "output.h"
+#include "remote.h"
+#include "sophon.h"
+
+/* Files and objects larger than this are refused before being read. */
+#define MAX_INPUT_BYTES (256u << 20)
+
+static const char prep_usage[] =
+    "Usage: sophon prep FILE (--box X,Y,W,H | --seed S) [--size N|WxH] [--flip] [--format u8|f32]\n"
+    "                   [--fast] [-o OUT]\n"
+    "Decodes, crops, resizes and flips a JPEG file here, as the OSD class would (no cluster\n"
+    "needed), and prints what it took.\n\n" CLI_PREP_HELP;
+
+static const char exec_usage[] =
+    "Usage: sophon exec -p POOL OBJ (--box X,Y,W,H | --seed S) [--size N|WxH] [--flip]\n"
+    "                   [--format u8|f32] [--fast] [-o OUT] [--local]\n"
+    "Runs the prep request in the OSD holding OBJ and prints the bytes stored, the bytes\n"
+    "returned and the OSD's CPU time. --local reads the object and runs the same request here\n"
+    "instead; the output is byte-identical.\n\n" CLI_PREP_HELP
+    "      --local         prepare on this client instead of in the OSD\n\n" CLI_COMMON_HELP;
+
+/* Explains a pipeline errno when only the number is known (the OSD's reply). */
+static const char *prep_errno_hint(int err)
+{
+    switch (-err) {
+    case EINVAL:
+        return "the request was refused: is the box inside the image (`sophon probe`)?";
+    case EBADMSG:
+        return "the data is not a valid JPEG (corrupt, truncated or another format)";
+    case E2BIG:
+        return "the image is over the limits (pixels or progressive scans): a decompression bomb?";
+    case EFBIG:
+        return "the object or the output is over the size limits";
+    case ENOMEM:
+        return "out of memory";
+    default:
+        return strerror(-err);
+    }
+}
+
+static void print_result(const char *name, const struct sophon_response *h, size_t resp_len,
+                         const struct sophon_prep_params *p, const char *where)
+{
+    printf("%s: box %u,%u,%u,%u%s -> %ux%u %s%s\n", name, p->box_x, p->box_y, p->box_w, p->box_h,
+           p->flip ? " flipped" : "", h->width, h->height,
+           h->format == SOPHON_FORMAT_F32 ? "f32" : "u8", h->fast ? " (fast)" : "");
+    printf("  stored %llu bytes, returned %zu bytes (%.2fx), %s CPU %.3f ms\n",
+           (unsigned long long)h->source_bytes, resp_len,
+           h->source_bytes > 0 ? (double)resp_len / (double)h->source_bytes : 0.0, where,
+           (double)h->cpu_ns / 1e6);
+}
+
+static int save(const struct cli *c, const struct cli_prep *o, const struct sophon_response *h,
+                const uint8_t *payload)
+{
+    char err[256];
+    if (o->output == NULL)
+        return 0;
+    if (sophon__write_output(o->output, h, payload, &o->p, err, sizeof(err)) < 0) {
+        cli_error(c, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs the request on jpeg bytes here; prints and saves. Returns the exit code. */
+static int prep_here(const struct cli *c, struct cli_prep *o, const char *name,
+                     const uint8_t *jpeg, size_t len)
+{
+    struct sophon_probe_info info;
+    struct sophon_response h;
+    const uint8_t *payload;
+    uint8_t *resp = NULL;
+    size_t resp_len;
+    char err[256];
+    int r;
+
+    if (o->have_seed) {
+        r = sophon_probe(&info, jpeg, len, err, sizeof(err));
+        if (r < 0) {
+            cli_error(c, "%s: %s (%s)", name, err, strerror(-r));
+            return 1;
+        }
+        if (cli_prep_finish(c, o, info.width, info.height) < 0)
+            return 2;
+    } else if (cli_prep_finish(c, o, 0, 0) < 0) {
+        return 2;
+    }
+    r = sophon__local_prep(&resp, &resp_len, jpeg, len, &o->p, err, sizeof(err));
+    if (r < 0) {
+        cli_error(c, "%s: %s (%s)", name, err, strerror(-r));
+        return 1;
+    }
+    sophon_response_decode(&h, &payload, resp, resp_len);
+    print_result(name, &h, resp_len, &o->p, "local");
+    r = save(c, o, &h, payload);
+    free(resp);
+    return r < 0 ? 1 : 0;
+}
+
+/* Parses the command line shared by prep and exec. Returns -1 to exit with *code. */
+static int parse(int argc, char **argv, struct cli *c, struct cli_prep *o, int *local,
+                 const char *usage, int *code)
+{
+    enum { OPT_LOCAL = CLI_OPT_FIRST_CMD };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS, CLI_PREP_LONGOPTS, {"local", no_argument, NULL, OPT_LOCAL},
+        {NULL, 0, NULL, 0}};
+    int opt, r;
+
+    cli_prep_init(o);
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS CLI_PREP_SHORTOPTS, longopts,
+                              NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage, stdout);
+            *code = 0;
+            return -1;
+        }
+        if (opt == OPT_LOCAL && local != NULL) {
+            *local = 1;
+            continue;
+        }
+        r = cli_common_option(c, opt, optarg);
+        if (r == 0)
+            r = cli_prep_option(c, o, opt, optarg);
+        if (r <= 0) {
+            if (r == 0)
+                fputs(usage, stderr);
+            *code = 2;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cmd_prep(int argc, char **argv)
+{
+    struct cli c = {.prog = "sophon prep"};
+    struct cli_prep o;
+    uint8_t *jpeg;
+    size_t len;
+    int code;
+
+    if (parse(argc, argv, &c, &o, NULL, prep_usage, &code) < 0)
+        return code;
+    if (optind + 1 != argc) {
+        cli_error(&c, "want one JPEG file: sophon prep FILE --box X,Y,W,H");
+        return 2;
+    }
+    const char *path = argv[optind];
+    int r = cli_read_file(path, &jpeg, &len, MAX_INPUT_BYTES);
+    if (r < 0) {
+        cli_error(&c, "cannot read %s: %s", path, strerror(-r));
+        return 1;
+    }
+    code = prep_here(&c, &o, path, jpeg, len);
+    free(jpeg);
+    return code;
+}
+
+/* On -EOPNOTSUPP: a missing class, or a JPEG the class does not handle? version tells. */
+static void exec_error(struct cli *c, const char *oid, int err)
+{
+    struct sophon_class_version v;
+    if (err == -EOPNOTSUPP && sophon_class_version_get(&v, c->io, oid) == 0) {
+        cli_error(c, "sophon.prep on %s: not supported (EOPNOTSUPP): a JPEG of a kind sophon "
+                     "does not decode (12-bit, lossless, unusual components), as Pillow neither",
+                  oid);
+        return;
+    }
+    if (err == -EOPNOTSUPP || err == -EPERM || err == -EACCES || err == -ENOENT ||
+        err == -EPROTO) {
+        cli_class_error(c, "sophon.prep", oid, err);
+        return;
+    }
+    cli_error(c, "sophon.prep on %s failed in the OSD: %s (%s)", oid, prep_errno_hint(err),
+              strerror(-err));
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    struct cli c = {.prog = "sophon exec"};
+    struct cli_prep o;
+    int local = 0, code, r;
+
+    if (parse(argc, argv, &c, &o, &local, exec_usage, &code) < 0)
+        return code;
+    if (optind + 1 != argc || c.pool == NULL) {
+        cli_error(&c, "want one object and its pool: sophon exec -p POOL OBJ --box X,Y,W,H");
+        return 2;
+    }
+    const char *oid = argv[optind];
+    if (o.have_box == o.have_seed) {
+        cli_error(&c, "give either --box X,Y,W,H or --seed S");
+        return 2;
+    }
+    if (cli_connect(&c) < 0)
+        return 1;
+    code = 1;
+    if (local) {
+        uint8_t *jpeg;
+        size_t len;
+        r = sophon__read_object(&jpeg, &len, c.io, oid, MAX_INPUT_BYTES);
+        if (r < 0) {
+            if (r == -ENOENT)
+                cli_error(&c, "no object %s in pool %s", oid, c.pool);
+            else
+                cli_error(&c, "cannot read %s: %s", oid, strerror(-r));
+            goto done;
+        }
+        code = prep_here(&c, &o, oid, jpeg, len);
+        free(jpeg);
+        goto done;
+    }
+    if (o.have_seed) {
+        struct sophon_probe_reply pr;
+        r = sophon__remote_probe(&pr, c.io, oid);
+        if (r < 0) {
+            exec_error(&c, oid, r);
+            goto done;
+        }
+        if (cli_prep_finish(&c, &o, pr.info.width, pr.info.height) < 0)
+            goto done;
+    }
+    char *resp;
+    size_t resp_len;
+    r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &o.p);
+    if (r < 0) {
+        exec_error(&c, oid, r);
+        goto done;
+    }
+    struct sophon_response h;
+    const uint8_t *payload;
+    sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
+    print_result(oid, &h, resp_len, &o.p, "OSD");
+    code = save(&c, &o, &h, payload) < 0 ? 1 : 0;
+    rados_buffer_free(resp);
+done:
+    cli_disconnect(&c);
+    return code;
+}

@@ -1,0 +1,108 @@
+/*
+ * cmd_probe.c - `sophon probe`: the header facts of JPEG files here, or of stored objects as the
+ * OSDs holding them read them (no object bytes cross the network).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "remote.h"
+
+static const char usage[] =
+    "Usage: sophon probe FILE...\n"
+    "       sophon probe -p POOL OBJ...\n"
+    "Prints each JPEG's header facts without decoding it: size, components, subsampling,\n"
+    "progressive, colour space, scans. With -p, the OSD holding each object reads it.\n\n"
+    CLI_COMMON_HELP;
+
+static void print_info(const char *name, const struct sophon_probe_info *i, uint64_t bytes,
+                       double usec)
+{
+    printf("%s: %ux%u, %u component%s, %s, %s %s, %u-bit, %u scan%s, %llu bytes", name, i->width,
+           i->height, i->components, i->components == 1 ? "" : "s",
+           sophon_colorspace_name(i->colorspace), sophon_subsampling_name(i->subsampling),
+           i->progressive ? "progressive" : "baseline", i->bits, i->scans,
+           i->scans == 1 ? "" : "s", (unsigned long long)bytes);
+    if (usec >= 0)
+        printf(", probed in %.1f us", usec);
+    putchar('\n');
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+    struct cli c = {.prog = "sophon probe"};
+    int opt, r, failed = 0;
+
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        }
+        r = cli_common_option(&c, opt, optarg);
+        if (r <= 0) {
+            if (r == 0)
+                fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind == argc) {
+        cli_error(&c, "nothing to probe: give files, or -p POOL and objects");
+        return 2;
+    }
+    if (c.pool != NULL && cli_connect(&c) < 0)
+        return 1;
+    for (int i = optind; i < argc; i++) {
+        const char *name = argv[i];
+        if (c.pool != NULL) {
+            struct sophon_probe_reply pr;
+            r = sophon__remote_probe(&pr, c.io, name);
+            if (r < 0) {
+                if (r == -EBADMSG)
+                    cli_error(&c, "%s: not a valid JPEG (EBADMSG)", name);
+                else if (r == -EOPNOTSUPP)
+                    cli_class_error(&c, "sophon.probe", name, r);
+                else if (r == -EPERM || r == -ENOENT || r == -EPROTO)
+                    cli_class_error(&c, "sophon.probe", name, r);
+                else
+                    cli_error(&c, "%s: %s (%d)", name, strerror(-r), r);
+                failed++;
+                continue;
+            }
+            print_info(name, &pr.info, pr.object_size, -1);
+            continue;
+        }
+        uint8_t *buf;
+        size_t len;
+        char err[256];
+        struct sophon_probe_info info;
+        r = cli_read_file(name, &buf, &len, SIZE_MAX);
+        if (r < 0) {
+            cli_error(&c, "cannot read %s: %s", name, strerror(-r));
+            failed++;
+            continue;
+        }
+        double t0 = now_us();
+        r = sophon_probe(&info, buf, len, err, sizeof(err));
+        double t1 = now_us();
+        free(buf);
+        if (r < 0) {
+            cli_error(&c, "%s: %s (%s)", name, err, strerror(-r));
+            failed++;
+            continue;
+        }
+        print_info(name, &info, len, t1 - t0);
+    }
+    cli_disconnect(&c);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * remote.h - prep and probe, in the OSD (through the sophon class) or locally, with the same
+ * wire format either way. Internal to the client.
+ */
+#ifndef SOPHON_REMOTE_H
+#define SOPHON_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rados/librados.h>
+
+#include "wire.h"
+
+/* Calls sophon.probe on oid. Returns 0 or a negative errno (-EPROTO: reply not understood). */
+int sophon__remote_probe(struct sophon_probe_reply *out, rados_ioctx_t io, const char *oid);
+
+/*
+ * Calls sophon.prep on oid with request p. On success *resp (freed with rados_buffer_free())
+ * holds a response that sophon_response_decode() accepted, of *resp_len bytes.
+ */
+int sophon__remote_prep(char **resp, size_t *resp_len, rados_ioctx_t io, const char *oid,
+                        const struct sophon_prep_params *p);
+
+/*
+ * The same request run here on jpeg[0..len): *resp (freed with free()) holds the response.
+ * err gets a one-line message on failure.
+ */
+int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, size_t len,
+                       const struct sophon_prep_params *p, char *err, size_t errlen);
+
+/* Reads a whole object into a malloc'ed buffer (at most max bytes: -EFBIG past that). */
+int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid,
+                        size_t max);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * decode.c - region decode with libjpeg-turbo under a budget, reentrant, no exit().
+ */
+#include "decode.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jpeg_guard.h"
+#include "markers.h"
+
+/* Everything a longjmp must not lose: reached through a pointer, never a changed local. */
+struct decode_state {
+    struct sophon__jpeg j;
+    uint8_t *line; /* One decoded (cropped) scanline, out_color_components per pixel. */
+    uint8_t *rgb;  /* The region's columns of that line as RGB, when a conversion is needed. */
+};
+
+/* Pillow's MULDIV255: a * b / 255 rounded, without a division. */
+static inline int muldiv255(int a, int b)
+{
+    int tmp = a * b + 128;
+
+    return ((tmp >> 8) + tmp) >> 8;
+}
+
+static inline uint8_t clip8(int v)
+{
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+void sophon__cmyk_to_rgb(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        /* "CMYK;I": Adobe stores inverted inks, so nk = 255 - k = raw k and c = 255 - raw c. */
+        int nk = src[4 * i + 3];
+        int c;
+
+        for (c = 0; c < 3; c++)
+            dst[3 * i + c] = clip8(nk - muldiv255(255 - src[4 * i + c], nk));
+    }
+}
+
+static void gray_to_rgb(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = src[i];
+}
+
+/* libjpeg's working memory budget: what a legitimate image within max_pixels can need (a
+ * progressive 4:4:4 file keeps 2 bytes per coefficient, 3 components: 6 bytes per pixel), plus
+ * slack for tables and row buffers. */
+static long memory_budget(const struct sophon_limits *lim)
+{
+    uint64_t b;
+
+    if (lim->max_pixels == 0)
+        return 0;
+    if (lim->max_pixels > (uint64_t)LONG_MAX / 8)
+        return LONG_MAX;
+    b = lim->max_pixels * 8 + (16u << 20);
+    return b > (uint64_t)LONG_MAX ? LONG_MAX : (long)b;
+}
+
+/* Pick the output colour space Pillow's decoder would use, and refuse what it cannot convert. */
+static void choose_color(struct sophon__jpeg *j)
+{
+    struct jpeg_decompress_struct *c = &j->cinfo;
+
+    switch (c->num_components) {
+    case 1:
+        c->out_color_space = JCS_GRAYSCALE;
+        break;
+    case 3:
+        c->out_color_space = JCS_RGB;
+        break;
+    case 4:
+        if (c->jpeg_color_space != JCS_CMYK && c->jpeg_color_space != JCS_YCCK)
+            sophon__jpeg_fail(j, -EOPNOTSUPP, "4-component JPEG that is neither CMYK nor YCCK");
+        c->out_color_space = JCS_CMYK;
+        break;
+    default:
+        sophon__jpeg_fail(j, -EOPNOTSUPP, "JPEG with a component count other than 1, 3 or 4");
+    }
+}
+
+static void check_region(struct sophon__jpeg *j, const struct sophon__region *rg)
+{
+    const struct jpeg_decompress_struct *c = &j->cinfo;
+
+    if (rg->w == 0 || rg->h == 0 || (uint64_t)rg->x + rg->w > c->output_width ||
+        (uint64_t)rg->y + rg->h > c->output_height)
+        sophon__jpeg_fail(j, -EINVAL, "region outside the image");
+}
+
+/* Deliver one decoded scanline's region columns as RGB. */
+static const uint8_t *region_rgb(struct decode_state *s, uint32_t col, uint32_t w)
+{
+    const struct jpeg_decompress_struct *c = &s->j.cinfo;
+    const uint8_t *px = s->line + (size_t)col * (size_t)c->out_color_components;
+
+    switch (c->out_color_space) {
+    case JCS_RGB:
+        return px;
+    case JCS_GRAYSCALE:
+        gray_to_rgb(s->rgb, px, w);
+        return s->rgb;
+    default:
+        sophon__cmyk_to_rgb(s->rgb, px, w);
+        return s->rgb;
+    }
+}
+
+static void read_line(struct decode_state *s)
+{
+    JSAMPROW rows[1];
+
+    rows[0] = s->line;
+    if (jpeg_read_scanlines(&s->j.cinfo, rows, 1) != 1)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg returned no scanline");
+}
+
+int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, int fast,
+                   const struct sophon__decode_cb *cb, char *err, size_t errlen)
+{
+    struct decode_state st;
+    struct decode_state *s = &st;
+    struct jpeg_decompress_struct *c = &st.j.cinfo;
+    struct sophon__region rg;
+    struct sophon__markers mk;
+    uint32_t imcu_w, imcu_h, first, y;
+    JDIMENSION xoff, cw, x1;
+    uint64_t pixels, line_bytes;
+    int rc;
+
+    memset(&rg, 0, sizeof(rg));
+    sophon__jpeg_init(&s->j, lim);
+    s->line = NULL;
+    s->rgb = NULL;
+    if (setjmp(s->j.jump)) {
+        rc = s->j.code;
+        if (s->j.msg[0] != '\0')
+            sophon__seterr(err, errlen, "%s", s->j.msg);
+        goto done;
+    }
+    jpeg_create_decompress(c);
+
+    /*
+     * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when
+     * the region ends before the truncation (we never decode past the region).
+     */
+    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
+    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
+        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
+    if (!mk.eoi)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
+
+    sophon__jpeg_src(&s->j, jpeg, len);
+    c->mem->max_memory_to_use = memory_budget(lim);
+    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
+    if (c->data_precision != 8)
+        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "not an 8-bit JPEG");
+    pixels = (uint64_t)c->image_width * c->image_height;
+    if (lim->max_pixels != 0 && pixels > lim->max_pixels)
+        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
+    choose_color(&s->j);
+
+    /* A failing callback has written its own message to err; "" keeps it. */
+    rc = cb->header(cb->ctx, c->image_width, c->image_height, &rg);
+    if (rc < 0)
+        sophon__jpeg_fail(&s->j, rc, "");
+    if (rg.scale_denom != 1 && rg.scale_denom != 2 && rg.scale_denom != 4 &&
+        rg.scale_denom != 8)
+        sophon__jpeg_fail(&s->j, -EINVAL, "bad scale denominator");
+    c->scale_num = 1;
+    c->scale_denom = rg.scale_denom;
+    c->dct_method = fast ? JDCT_IFAST : JDCT_ISLOW;
+    c->do_fancy_upsampling = fast ? FALSE : TRUE;
+    jpeg_calc_output_dimensions(c);
+    check_region(&s->j, &rg);
+
+    jpeg_start_decompress(c);
+    if (c->output_components != 3 && !(c->out_color_space == JCS_GRAYSCALE &&
+                                       c->output_components == 1) &&
+        !(c->out_color_space == JCS_CMYK && c->output_components == 4))
+        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
+
+    /*
+     * Columns: one iMCU of margin on each side, because fancy upsampling treats the edges of a
+     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines").
+     */
+    imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
+    imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
+    xoff = rg.x > imcu_w ? rg.x - imcu_w : 0;
+    x1 = (uint64_t)rg.x + rg.w + imcu_w < c->output_width ? rg.x + rg.w + imcu_w
+                                                           : c->output_width;
+    cw = x1 - xoff;
+    if (xoff != 0 || cw != c->output_width)
+        jpeg_crop_scanline(c, &xoff, &cw);
+    if (xoff > rg.x || (uint64_t)xoff + c->output_width < (uint64_t)rg.x + rg.w)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg cropped the wrong columns");
+
+    line_bytes = (uint64_t)c->output_width * (uint64_t)c->out_color_components;
+    if (line_bytes > SIZE_MAX / 2)
+        sophon__jpeg_fail(&s->j, -E2BIG, "scanline too large");
+    s->line = malloc((size_t)line_bytes);
+    if (c->out_color_space != JCS_RGB)
+        s->rgb = malloc((size_t)rg.w * 3);
+    if (s->line == NULL || (c->out_color_space != JCS_RGB && s->rgb == NULL))
+        sophon__jpeg_fail(&s->j, -ENOMEM, "out of memory for a scanline");
+
+    /*
+     * Rows: skip whole iMCU rows above the region, then decode (and drop) one iMCU row of margin
+     * so that the first region row gets its upsampling context from real decoded rows.
+     */
+    first = rg.y > 2 * imcu_h ? rg.y - imcu_h : 0;
+    if (first > 0 && jpeg_skip_scanlines(c, first) != first)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "could not skip scanlines");
+    while (c->output_scanline < rg.y)
+        read_line(s);
+    for (y = 0; y < rg.h; y++) {
+        read_line(s);
+        rc = cb->row(cb->ctx, region_rgb(s, rg.x - xoff, rg.w), y);
+        if (rc < 0)
+            sophon__jpeg_fail(&s->j, rc, "");
+    }
+    /* Rows below the region are never decoded: corruption there goes unnoticed, by design. */
+    if (c->output_scanline < c->output_height)
+        jpeg_abort_decompress(c);
+    else
+        jpeg_finish_decompress(c);
+    rc = 0;
+done:
+    jpeg_destroy_decompress(c);
+    free(s->line);
+    free(s->rgb);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * decode.h - hardened libjpeg decode of a rectangular region into RGB rows.
+ *
+ * Only the rows and columns the region needs are decoded (jpeg_skip_scanlines above it,
+ * jpeg_crop_scanline around it, jpeg_abort_decompress after it), widened by one iMCU on each
+ * side so that fancy chroma upsampling sees the same neighbours as in a full decode: the rows
+ * delivered are byte-identical to the same rows of a full decode.
+ */
+#ifndef SOPHON_PREP_DECODE_H
+#define SOPHON_PREP_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prep.h"
+
+/* The region to decode, chosen by the header callback once the image size is known. */
+struct sophon__region {
+    uint32_t scale_denom; /* 1, 2, 4 or 8: DCT-domain downscaling (only in fast mode). */
+    uint32_t x, y, w, h;  /* In pixels of the scaled image, ceil(width / scale_denom) wide. */
+};
+
+struct sophon__decode_cb {
+    /*
+     * header - called once with the full-resolution size; fills *rg. Returns 0 or a negative
+     * errno that aborts the decode.
+     */
+    int (*header)(void *ctx, uint32_t width, uint32_t height, struct sophon__region *rg);
+    /*
+     * row - called for rows 0..rg.h-1 of the region in order; rgb holds rg.w pixels of 3 bytes
+     * and is only valid during the call. Returns 0 or a negative errno that aborts the decode.
+     */
+    int (*row)(void *ctx, const uint8_t *rgb, uint32_t row);
+    void *ctx;
+};
+
+/*
+ * sophon__decode - decode the region of jpeg[0..len) chosen by cb->header, under lim (not
+ * NULL). fast selects the fast IDCT and plain upsampling. Colour: grayscale is replicated, CMYK
+ * and YCCK are converted as Pillow 9.4 converts its "CMYK;I" images to RGB.
+ * Returns 0 or a negative errno (see prep.h) with a message in err.
+ */
+int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, int fast,
+                   const struct sophon__decode_cb *cb, char *err, size_t errlen);
+
+/*
+ * sophon__cmyk_to_rgb - Pillow 9.4's path for Adobe CMYK JPEGs: unpack "CMYK;I" (c = 255 - raw)
+ * then cmyk2rgb. n pixels of 4 bytes from src, 3 bytes to dst.
+ */
+void sophon__cmyk_to_rgb(uint8_t *dst, const uint8_t *src, size_t n);
+
+#endif /* SOPHON_PREP_DECODE_H */

@@ -1,0 +1,126 @@
+/*
+ * jpeg_guard.c - error, warning and progress handling that keeps libjpeg inside its call.
+ */
+#include "jpeg_guard.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include <jerror.h>
+
+void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Which errno a libjpeg message code means. Codes about features libjpeg (or this build) does
+ * not implement are "unsupported"; memory codes are resources; everything else is bad data.
+ */
+static int errno_of_code(int msg_code)
+{
+    switch (msg_code) {
+    case JERR_BAD_PRECISION:
+    case JERR_NOT_COMPILED:
+    case JERR_CONVERSION_NOTIMPL:
+    case JERR_SOF_UNSUPPORTED:
+    case JERR_ARITH_NOTIMPL:
+    case JERR_CCIR601_NOTIMPL:
+    case JWRN_ADOBE_XFORM: /* Unknown Adobe colour transform: we will not guess. */
+        return -EOPNOTSUPP;
+    case JERR_OUT_OF_MEMORY:
+        return -ENOMEM;
+    case JERR_NO_BACKING_STORE: /* A virtual array exceeds mem->max_memory_to_use. */
+    case JERR_TFILE_CREATE:
+        return -EFBIG;
+    case JERR_IMAGE_TOO_BIG:
+    case JERR_WIDTH_OVERFLOW:
+        return -E2BIG;
+    default:
+        return -EBADMSG;
+    }
+}
+
+_Noreturn void sophon__jpeg_fail(struct sophon__jpeg *j, int code, const char *msg)
+{
+    j->code = code;
+    snprintf(j->msg, sizeof(j->msg), "%s", msg);
+    longjmp(j->jump, 1);
+}
+
+static _Noreturn void fail_with_libjpeg_message(j_common_ptr cinfo)
+{
+    struct sophon__jpeg *j = (struct sophon__jpeg *)cinfo->err;
+    char buf[JMSG_LENGTH_MAX];
+
+    buf[0] = '\0';
+    (*cinfo->err->format_message)(cinfo, buf);
+    j->code = errno_of_code(cinfo->err->msg_code);
+    snprintf(j->msg, sizeof(j->msg), "libjpeg: %s", buf);
+    longjmp(j->jump, 1);
+}
+
+static void on_error_exit(j_common_ptr cinfo)
+{
+    fail_with_libjpeg_message(cinfo);
+}
+
+/*
+ * Warnings (msg_level < 0) are "corrupt data", "premature end", "extraneous bytes": libjpeg
+ * would substitute grey or zero coefficients and go on. We refuse rather than hand out pixels
+ * that differ from what the file was meant to contain. Trace messages (level >= 0) are ignored.
+ */
+static void on_emit_message(j_common_ptr cinfo, int msg_level)
+{
+    if (msg_level < 0)
+        fail_with_libjpeg_message(cinfo);
+}
+
+/* Never print from inside a storage daemon. */
+static void on_output_message(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+/*
+ * Called by libjpeg at each SOS while absorbing input (and per iMCU row): refuse files with more
+ * scans than allowed before the work of decoding them is done.
+ */
+static void on_progress(j_common_ptr cinfo)
+{
+    struct sophon__jpeg *j = (struct sophon__jpeg *)cinfo->err;
+    char msg[96];
+
+    if (cinfo->is_decompressor && j->max_scans != 0 &&
+        (uint32_t)j->cinfo.input_scan_number > j->max_scans) {
+        snprintf(msg, sizeof(msg), "more than %u scans", (unsigned)j->max_scans);
+        sophon__jpeg_fail(j, -E2BIG, msg);
+    }
+}
+
+void sophon__jpeg_init(struct sophon__jpeg *j, const struct sophon_limits *lim)
+{
+    memset(j, 0, sizeof(*j));
+    j->cinfo.err = jpeg_std_error(&j->pub);
+    j->pub.error_exit = on_error_exit;
+    j->pub.emit_message = on_emit_message;
+    j->pub.output_message = on_output_message;
+    j->progress.progress_monitor = on_progress;
+    j->max_scans = lim != NULL ? lim->max_scans : 0;
+}
+
+void sophon__jpeg_src(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len)
+{
+    if (len > ULONG_MAX)
+        sophon__jpeg_fail(j, -EFBIG, "input larger than libjpeg can address");
+    jpeg_mem_src(&j->cinfo, jpeg, (unsigned long)len);
+    j->cinfo.progress = &j->progress;
+}

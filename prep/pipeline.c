@@ -1,0 +1,297 @@
+/*
+ * pipeline.c - sophon_prep_run: decode the crop box row by row, resample each row horizontally
+ * as it arrives, keep only the rows the vertical filter still needs in a ring, and write each
+ * output row (flipped, and as u8 or normalized float) as soon as its input rows are in.
+ *
+ * Peak memory is one scanline, the ring (vertical kernel size x output row) and the weights,
+ * independent of the image size.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "jpeg_guard.h"
+#include "prep.h"
+#include "resize.h"
+
+/* Cap on the pipeline's own buffers (the ring of horizontally resampled rows and scratch); only
+ * extreme aspect ratios, like a 1-row output of a 60000-row box, come near it. */
+#define WORK_BYTES_MAX (256u << 20)
+
+struct pipeline {
+    const struct sophon_prep_params *p;
+    uint8_t *out;
+    char *err;
+    size_t errlen;
+    struct sophon__coeffs h, v;
+    int need_h, need_v;  /* Pillow skips a pass whose size does not change. */
+    uint32_t in_w;       /* Box width in decoded pixels. */
+    uint32_t row_first;  /* Box row delivered as region row 0. */
+    uint32_t ring_rows;  /* Ring slots: the vertical kernel size bounds the rows in use. */
+    size_t stride;       /* Bytes per ring row. */
+    uint8_t *ring;
+    const uint8_t **rowp;
+    int32_t *acc;
+    uint8_t *orow;
+    uint32_t next_out;   /* Next output row to produce. */
+};
+
+uint64_t sophon_prep_output_size(const struct sophon_prep_params *p)
+{
+    uint64_t n;
+
+    if (p == NULL || p->out_w == 0 || p->out_h == 0 || p->out_w > SOPHON_MAX_SIDE ||
+        p->out_h > SOPHON_MAX_SIDE)
+        return 0;
+    n = (uint64_t)p->out_w * p->out_h * 3;
+    switch (p->format) {
+    case SOPHON_FORMAT_U8:
+        return n;
+    case SOPHON_FORMAT_F32:
+        return n * sizeof(float);
+    default:
+        return 0;
+    }
+}
+
+static uint32_t ceil_div(uint64_t a, uint32_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+/*
+ * Fast mode decodes at 1/2, 1/4 or 1/8 scale in the DCT domain: the largest factor that still
+ * leaves at least twice the output size in the scaled box, so the resample still averages.
+ */
+static uint32_t pick_scale(const struct sophon_prep_params *p)
+{
+    uint32_t d;
+
+    if (!p->fast)
+        return 1;
+    for (d = 8; d > 1; d /= 2) {
+        if ((uint64_t)p->box_w / d >= 2ull * p->out_w && (uint64_t)p->box_h / d >= 2ull * p->out_h)
+            return d;
+    }
+    return 1;
+}
+
+static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__region *rg)
+{
+    struct pipeline *pl = ctx;
+    const struct sophon_prep_params *p = pl->p;
+    uint32_t d, x0, x1, y0, y1, last;
+    uint64_t work;
+    int rc;
+
+    if ((uint64_t)p->box_x + p->box_w > width || (uint64_t)p->box_y + p->box_h > height) {
+        sophon__seterr(pl->err, pl->errlen,
+                       "crop box %ux%u+%u+%u not inside the %ux%u image", (unsigned)p->box_w,
+                       (unsigned)p->box_h, (unsigned)p->box_x, (unsigned)p->box_y,
+                       (unsigned)width, (unsigned)height);
+        return -EINVAL;
+    }
+    d = pick_scale(p);
+    x0 = p->box_x / d;
+    y0 = p->box_y / d;
+    x1 = ceil_div((uint64_t)p->box_x + p->box_w, d);
+    y1 = ceil_div((uint64_t)p->box_y + p->box_h, d);
+    if (x1 > ceil_div(width, d))
+        x1 = ceil_div(width, d);
+    if (y1 > ceil_div(height, d))
+        y1 = ceil_div(height, d);
+
+    rc = sophon__coeffs_init(&pl->h, x1 - x0, p->out_w);
+    if (rc == 0)
+        rc = sophon__coeffs_init(&pl->v, y1 - y0, p->out_h);
+    if (rc < 0) {
+        sophon__seterr(pl->err, pl->errlen, "cannot compute resample weights (%d)", rc);
+        return rc;
+    }
+    pl->in_w = x1 - x0;
+    pl->need_h = p->out_w != pl->in_w;
+    pl->need_v = p->out_h != y1 - y0;
+    pl->row_first = pl->v.first[0];
+    last = pl->v.first[p->out_h - 1] + pl->v.count[p->out_h - 1];
+    pl->ring_rows = pl->v.ksize;
+    pl->stride = (size_t)(pl->need_h ? p->out_w : pl->in_w) * 3;
+
+    work = (uint64_t)pl->ring_rows * pl->stride + (uint64_t)pl->stride * 5 +
+           (uint64_t)pl->ring_rows * sizeof(*pl->rowp);
+    if (work > WORK_BYTES_MAX) {
+        sophon__seterr(pl->err, pl->errlen, "resample needs %llu bytes of buffers, over %u",
+                       (unsigned long long)work, (unsigned)WORK_BYTES_MAX);
+        return -EFBIG;
+    }
+    pl->ring = malloc((size_t)pl->ring_rows * pl->stride);
+    pl->rowp = malloc((size_t)pl->ring_rows * sizeof(*pl->rowp));
+    pl->acc = malloc((size_t)p->out_w * 3 * sizeof(*pl->acc));
+    pl->orow = malloc((size_t)p->out_w * 3);
+    if (pl->ring == NULL || pl->rowp == NULL || pl->acc == NULL || pl->orow == NULL) {
+        sophon__seterr(pl->err, pl->errlen, "out of memory for resample buffers");
+        return -ENOMEM;
+    }
+
+    rg->scale_denom = d;
+    rg->x = x0;
+    rg->w = pl->in_w;
+    rg->y = y0 + pl->row_first;
+    rg->h = last - pl->row_first;
+    return 0;
+}
+
+/* Write one finished RGB output row: mirrored if asked, as bytes or normalized planes. */
+static void store_row(struct pipeline *pl, const uint8_t *rgb, uint32_t yy)
+{
+    const struct sophon_prep_params *p = pl->p;
+    uint32_t w = p->out_w, x, c;
+
+    if (p->format == SOPHON_FORMAT_U8) {
+        uint8_t *dst = pl->out + (size_t)yy * w * 3;
+
+        if (!p->flip) {
+            memcpy(dst, rgb, (size_t)w * 3);
+            return;
+        }
+        for (x = 0; x < w; x++)
+            memcpy(dst + (size_t)(w - 1 - x) * 3, rgb + (size_t)x * 3, 3);
+        return;
+    }
+    /*
+     * CHW float planes. ToTensor divides by 255 in float32, Normalize subtracts then divides in
+     * float32: three rounded float operations, in that order.
+     */
+    for (c = 0; c < 3; c++) {
+        uint8_t *plane = pl->out + ((size_t)c * p->out_h + yy) * w * sizeof(float);
+
+        for (x = 0; x < w; x++) {
+            float f = ((float)rgb[(size_t)x * 3 + c] / 255.0f - p->mean[c]) / p->std[c];
+            uint32_t xo = p->flip ? w - 1 - x : x;
+
+            memcpy(plane + (size_t)xo * sizeof(float), &f, sizeof(f));
+        }
+    }
+}
+
+static uint8_t *ring_row(struct pipeline *pl, uint32_t box_row)
+{
+    return pl->ring + (size_t)((box_row - pl->row_first) % pl->ring_rows) * pl->stride;
+}
+
+static void emit_row(struct pipeline *pl, uint32_t yy)
+{
+    uint32_t i, first = pl->v.first[yy];
+
+    if (!pl->need_v) {
+        /* Same size vertically: Pillow copies the (horizontally resampled) row yy. */
+        store_row(pl, ring_row(pl, yy), yy);
+        return;
+    }
+    for (i = 0; i < pl->v.count[yy]; i++)
+        pl->rowp[i] = ring_row(pl, first + i);
+    sophon__resample_v(pl->orow, pl->rowp, (size_t)pl->p->out_w * 3, &pl->v, yy, pl->acc);
+    store_row(pl, pl->orow, yy);
+}
+
+static int on_row(void *ctx, const uint8_t *rgb, uint32_t row)
+{
+    struct pipeline *pl = ctx;
+    uint32_t box_row = pl->row_first + row;
+    uint8_t *slot = ring_row(pl, box_row);
+
+    if (pl->need_h)
+        sophon__resample_h(slot, rgb, &pl->h);
+    else
+        memcpy(slot, rgb, pl->stride);
+    /*
+     * Windows [first, first + count) only move forward, so an output row is final once its last
+     * input row is in, and its first row is at most ksize - 1 rows back: still in the ring.
+     */
+    while (pl->next_out < pl->p->out_h &&
+           pl->v.first[pl->next_out] + pl->v.count[pl->next_out] <= box_row + 1) {
+        emit_row(pl, pl->next_out);
+        pl->next_out++;
+    }
+    return 0;
+}
+
+static int check_params(const struct sophon_prep_params *p, char *err, size_t errlen)
+{
+    int c;
+
+    if (sophon_prep_output_size(p) == 0) {
+        sophon__seterr(err, errlen, "bad output size %ux%u (1..%u) or format %u",
+                       (unsigned)p->out_w, (unsigned)p->out_h, (unsigned)SOPHON_MAX_SIDE,
+                       (unsigned)p->format);
+        return -EINVAL;
+    }
+    if (p->box_w == 0 || p->box_h == 0) {
+        sophon__seterr(err, errlen, "empty crop box");
+        return -EINVAL;
+    }
+    if (p->format == SOPHON_FORMAT_F32) {
+        for (c = 0; c < 3; c++) {
+            if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f) {
+                sophon__seterr(err, errlen, "bad normalization for channel %d", c);
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t len,
+                    const struct sophon_prep_params *p, const struct sophon_limits *lim, char *err,
+                    size_t errlen)
+{
+    static const struct sophon_limits default_limits = SOPHON_LIMITS_INIT;
+    struct pipeline pl;
+    struct sophon__decode_cb cb;
+    uint64_t size;
+    int rc;
+
+    if (out == NULL || jpeg == NULL || p == NULL) {
+        sophon__seterr(err, errlen, "NULL argument");
+        return -EINVAL;
+    }
+    if (lim == NULL)
+        lim = &default_limits;
+    rc = check_params(p, err, errlen);
+    if (rc < 0)
+        return rc;
+    size = sophon_prep_output_size(p);
+    if (lim->max_output_bytes != 0 && size > lim->max_output_bytes) {
+        sophon__seterr(err, errlen, "output of %llu bytes over the limit of %llu",
+                       (unsigned long long)size, (unsigned long long)lim->max_output_bytes);
+        return -EFBIG;
+    }
+    if (size > out_cap) {
+        sophon__seterr(err, errlen, "output needs %llu bytes, buffer has %zu",
+                       (unsigned long long)size, out_cap);
+        return -ERANGE;
+    }
+
+    memset(&pl, 0, sizeof(pl));
+    pl.p = p;
+    pl.out = out;
+    pl.err = err;
+    pl.errlen = errlen;
+    cb.header = on_header;
+    cb.row = on_row;
+    cb.ctx = &pl;
+    rc = sophon__decode(jpeg, len, lim, p->fast, &cb, err, errlen);
+    if (rc == 0 && pl.next_out != p->out_h) {
+        sophon__seterr(err, errlen, "decoder delivered %u of %u output rows",
+                       (unsigned)pl.next_out, (unsigned)p->out_h);
+        rc = -EBADMSG;
+    }
+    sophon__coeffs_free(&pl.h);
+    sophon__coeffs_free(&pl.v);
+    free(pl.ring);
+    free(pl.rowp);
+    free(pl.acc);
+    free(pl.orow);
+    return rc;
+}

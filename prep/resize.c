@@ -1,0 +1,164 @@
+/*
+ * resize.c - the fixed-point bilinear resample of Pillow 9.4, reproduced operation for
+ * operation: same double-precision weights, same rounding to 22 fractional bits, same integer
+ * accumulation and clipping. Must be compiled without -ffast-math and without FP contraction.
+ */
+#include "resize.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Pillow's bilinear_filter: the triangle 1 - |x| on [-1, 1]. Support 1.0. */
+static double triangle(double x)
+{
+    if (x < 0.0)
+        x = -x;
+    if (x < 1.0)
+        return 1.0 - x;
+    return 0.0;
+}
+
+/*
+ * Pillow's normalize_coeffs_8bpc: round half away from zero via a truncating cast.
+ * (1 << PRECISION_BITS) is an int in Pillow; the product is done in double.
+ */
+static int32_t fixed_point(double w)
+{
+    if (w < 0)
+        return (int32_t)(-0.5 + w * (1 << SOPHON__PRECISION_BITS));
+    return (int32_t)(0.5 + w * (1 << SOPHON__PRECISION_BITS));
+}
+
+void sophon__coeffs_free(struct sophon__coeffs *c)
+{
+    if (c == NULL)
+        return;
+    free(c->first);
+    free(c->count);
+    free(c->k);
+    c->first = NULL;
+    c->count = NULL;
+    c->k = NULL;
+}
+
+int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
+{
+    /* Pillow passes the box as floats (in0 = 0, in1 = in); keep the same types. */
+    const float in0 = 0.0f, in1 = (float)in;
+    double scale, filterscale, support, center, ww, ss;
+    double *pre = NULL;
+    uint32_t xx;
+    int64_t xmin, xmax, x, ksize;
+    int rc = -ENOMEM;
+
+    memset(c, 0, sizeof(*c));
+    if (in == 0 || out == 0 || in > (1u << 24))
+        return -EINVAL;
+    filterscale = scale = (double)(in1 - in0) / out;
+    if (filterscale < 1.0)
+        filterscale = 1.0;
+    support = 1.0 * filterscale;
+    ksize = (int64_t)ceil(support) * 2 + 1;
+
+    c->in = in;
+    c->out = out;
+    c->ksize = (uint32_t)ksize;
+    c->first = calloc(out, sizeof(*c->first));
+    c->count = calloc(out, sizeof(*c->count));
+    c->k = calloc((size_t)out * (size_t)ksize, sizeof(*c->k));
+    pre = calloc((size_t)ksize, sizeof(*pre));
+    if (c->first == NULL || c->count == NULL || c->k == NULL || pre == NULL)
+        goto done;
+
+    for (xx = 0; xx < out; xx++) {
+        center = in0 + (xx + 0.5) * scale;
+        ww = 0.0;
+        ss = 1.0 / filterscale;
+        /* Pillow rounds with (int)(v + 0.5), which truncates toward zero for negatives. */
+        xmin = (int)(center - support + 0.5);
+        if (xmin < 0)
+            xmin = 0;
+        xmax = (int)(center + support + 0.5);
+        if (xmax > (int64_t)in)
+            xmax = in;
+        xmax -= xmin;
+        if (xmax > ksize)
+            xmax = ksize; /* Cannot happen for this filter; keeps writes inside k. */
+        if (xmax < 0)
+            xmax = 0;
+        for (x = 0; x < xmax; x++) {
+            double w = triangle((x + xmin - center + 0.5) * ss);
+
+            pre[x] = w;
+            ww += w;
+        }
+        for (x = 0; x < xmax; x++) {
+            if (ww != 0.0)
+                pre[x] /= ww;
+            c->k[(size_t)xx * (size_t)ksize + (size_t)x] = fixed_point(pre[x]);
+        }
+        c->first[xx] = (uint32_t)xmin;
+        c->count[xx] = (uint32_t)xmax;
+    }
+    rc = 0;
+done:
+    free(pre);
+    if (rc < 0)
+        sophon__coeffs_free(c);
+    return rc;
+}
+
+/* Pillow's clip8: drop the fraction, clamp to 0..255. */
+static inline uint8_t clip8(int32_t v)
+{
+    if (v >= (1 << SOPHON__PRECISION_BITS << 8))
+        return 255;
+    if (v <= 0)
+        return 0;
+    return (uint8_t)(v >> SOPHON__PRECISION_BITS);
+}
+
+void sophon__resample_h(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c)
+{
+    uint32_t xx, x;
+
+    for (xx = 0; xx < c->out; xx++) {
+        const int32_t *k = &c->k[(size_t)xx * c->ksize];
+        const uint8_t *p = src + (size_t)c->first[xx] * 3;
+        uint32_t n = c->count[xx];
+        /* Start at one half so that the final shift rounds to nearest. */
+        int32_t s0 = 1 << (SOPHON__PRECISION_BITS - 1), s1 = s0, s2 = s0;
+
+        for (x = 0; x < n; x++) {
+            s0 += p[3 * x + 0] * k[x];
+            s1 += p[3 * x + 1] * k[x];
+            s2 += p[3 * x + 2] * k[x];
+        }
+        dst[3 * xx + 0] = clip8(s0);
+        dst[3 * xx + 1] = clip8(s1);
+        dst[3 * xx + 2] = clip8(s2);
+    }
+}
+
+void sophon__resample_v(uint8_t *dst, const uint8_t *const *rows, size_t n,
+                        const struct sophon__coeffs *c, uint32_t yy, int32_t *acc)
+{
+    const int32_t *k = &c->k[(size_t)yy * c->ksize];
+    uint32_t y, cnt = c->count[yy];
+    size_t i;
+
+    /* Row-major accumulation: same sums as Pillow's per-pixel loop, in a cache-friendly order. */
+    for (i = 0; i < n; i++)
+        acc[i] = 1 << (SOPHON__PRECISION_BITS - 1);
+    for (y = 0; y < cnt; y++) {
+        const uint8_t *r = rows[y];
+        int32_t w = k[y];
+
+        for (i = 0; i < n; i++)
+            acc[i] += r[i] * w;
+    }
+    for (i = 0; i < n; i++)
+        dst[i] = clip8(acc[i]);
+}

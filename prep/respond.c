@@ -1,0 +1,59 @@
+/*
+ * respond.c - a whole prep response from a request and the stored bytes, on either side.
+ */
+#include "wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sophon_response_size(const struct sophon_prep_params *p)
+{
+    uint64_t n = sophon_prep_output_size(p);
+    return n == 0 ? 0 : SOPHON_RESPONSE_HDR_LEN + n;
+}
+
+int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t len,
+                        const struct sophon_prep_params *p, const struct sophon_limits *lim,
+                        char *err, size_t errlen)
+{
+    uint64_t t0 = thread_cpu_ns();
+    uint64_t size = sophon_response_size(p);
+
+    if (size == 0) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "invalid output size or format");
+        return -EINVAL;
+    }
+    if (cap < size) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "response buffer of %zu bytes, %llu needed", cap,
+                     (unsigned long long)size);
+        return -ERANGE;
+    }
+    int r = sophon_prep_run(out + SOPHON_RESPONSE_HDR_LEN, cap - SOPHON_RESPONSE_HDR_LEN, jpeg,
+                            len, p, lim, err, errlen);
+    if (r < 0)
+        return r;
+    struct sophon_response h = {
+        .format = p->format,
+        .flip = p->flip,
+        .fast = p->fast,
+        .channels = 3,
+        .width = p->out_w,
+        .height = p->out_h,
+        .source_bytes = len,
+        .payload_len = size - SOPHON_RESPONSE_HDR_LEN,
+    };
+    h.cpu_ns = thread_cpu_ns() - t0;
+    r = sophon_response_encode_header(out, SOPHON_RESPONSE_HDR_LEN, &h);
+    return r < 0 ? r : 0;
+}
