@@ -18,6 +18,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"version", cmd_version, "client version; with -p POOL OBJ, the class version in the OSD"},
+    {"put", cmd_put, "store JPEG files or directories as objects, many writes in flight"},
     {"probe", cmd_probe, "header facts of JPEG files, or of objects read in their OSDs"},
     {"prep", cmd_prep, "decode, crop, resize and flip a JPEG file here (no cluster)"},
     {"exec", cmd_exec, "prepare an object in the OSD holding it (or --local) and report"},

@@ -47,8 +47,9 @@ static int reply(char **out, int *out_len, const uint8_t *buf, size_t len)
 }
 
 /*
- * read_object - reads the whole stored object, refusing one over SOPHON_MAX_OBJECT_BYTES
- * without reading more than one byte past that. *buf is freed with cls_free().
+ * read_object - reads the whole stored object, refusing an empty one (-EBADMSG: not a JPEG) and
+ * one over SOPHON_MAX_OBJECT_BYTES (-EFBIG) without reading more than one byte past that. *buf
+ * is freed with cls_free().
  */
 static int read_object(cls_method_context_t ctx, char **buf, int *len, const char *method)
 {
@@ -57,6 +58,12 @@ static int read_object(cls_method_context_t ctx, char **buf, int *len, const cha
     if (r < 0) {
         SOPHON_LOG(0, "%s: reading the object failed: %d", method, r);
         return r;
+    }
+    if (*len == 0) {
+        SOPHON_LOG(0, "%s: empty object, not a JPEG: %d", method, -EBADMSG);
+        cls_free(*buf);
+        *buf = NULL;
+        return -EBADMSG;
     }
     if (*len > SOPHON_MAX_OBJECT_BYTES) {
         SOPHON_LOG(0, "%s: object over %d bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);

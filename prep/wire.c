@@ -72,7 +72,8 @@ static void put_header(uint8_t *out, uint32_t magic, uint16_t hdr_len)
 /*
  * Checks the common header. A later layout version may only append fields (and raise the
  * header length) when strict is 0: replies are read by what the reader knows. Requests are
- * strict: an OSD must not run a request whose meaning it does not fully know.
+ * strict: an OSD must not run a request whose meaning it does not fully know, and refuses it as
+ * malformed (clients learn the class's wire version from the `version` method beforehand).
  */
 static int check_header(const uint8_t *buf, size_t len, uint32_t magic, uint16_t min_len,
                         int strict, uint16_t *hdr_len)
@@ -83,7 +84,7 @@ static int check_header(const uint8_t *buf, size_t len, uint32_t magic, uint16_t
     if (version == 0)
         return -EINVAL;
     if (strict && version != LAYOUT_VERSION)
-        return -EPROTO;
+        return -EINVAL;
     *hdr_len = sophon__get_le16(buf + 6);
     if (*hdr_len < min_len || *hdr_len > len || (strict && *hdr_len != min_len))
         return -EINVAL;

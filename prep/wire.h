@@ -49,8 +49,8 @@ int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_par
 /*
  * Decodes a request. Returns 0; -EINVAL if buf is malformed (bad magic or length, unknown
  * format or flags, nonzero reserved bits, empty box, an output side of 0 or over
- * SOPHON_MAX_SIDE, a mean or std that is not finite or a std of 0); -EPROTO if it is a layout
- * version this build does not know.
+ * SOPHON_MAX_SIDE, a mean or std that is not finite or a std of 0, a layout version this build
+ * does not know).
  */
 int sophon_request_decode(struct sophon_prep_params *out, const uint8_t *buf, size_t len);
 
@@ -75,7 +75,7 @@ uint64_t sophon_response_payload_size(const struct sophon_response *r);
  * or -EINVAL if payload_len does not match the geometry. */
 int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r);
 
-/* Decodes a response; *payload points into buf. Returns 0 or -EINVAL (-EPROTO: unknown layout). */
+/* Decodes a response; *payload points into buf. Returns 0 or -EINVAL. */
 int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
                            const uint8_t *buf, size_t len);
 

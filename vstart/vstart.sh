@@ -139,6 +139,8 @@ mon data avail warn = 2
 mon osd min down reporters = 1
 osd objectstore = memstore
 memstore device bytes = 2147483648
+# Recent log lines kept in memory for crash dumps (default 10,000): fewer in a dev cluster.
+log max recent = 500
 
 [client]
 # Clients (sophon, rados, ceph) keep no log file or admin socket of their own here.

@@ -169,7 +169,7 @@ static void request_decode_refuses_malformed(void **state)
     assert_int_equal(sophon_request_decode(&out, bad, sizeof(good)), -EINVAL);
 }
 
-static void request_newer_layout_is_eproto(void **state)
+static void request_newer_layout_is_refused(void **state)
 {
     (void)state;
     struct sophon_prep_params in = sample_params(), out;
@@ -177,7 +177,7 @@ static void request_newer_layout_is_eproto(void **state)
 
     sophon_request_encode(buf, sizeof(buf), &in);
     buf[4] = 2;
-    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), -EPROTO);
+    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), -EINVAL);
 }
 
 static void request_encode_refuses_invalid(void **state)
@@ -260,7 +260,7 @@ int main(void)
         cmocka_unit_test(version_format),
         cmocka_unit_test(request_roundtrip),
         cmocka_unit_test(request_decode_refuses_malformed),
-        cmocka_unit_test(request_newer_layout_is_eproto),
+        cmocka_unit_test(request_newer_layout_is_refused),
         cmocka_unit_test(request_encode_refuses_invalid),
         cmocka_unit_test(response_roundtrip),
         cmocka_unit_test(probe_roundtrip),

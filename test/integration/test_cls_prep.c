@@ -1,0 +1,580 @@
+/*
+ * test_cls_prep.c - the class's probe and prep methods on the dev cluster.
+ *
+ *   test_cls_prep hostile DIR LARGEST.jpg   hostile objects (DIR/expected.tsv from make_hostile.py)
+ *                                           return their errno; the OSD serves on, and its memory
+ *                                           does not grow over 1,000 bad calls
+ *   test_cls_prep requests PHOTO.jpg        malformed requests: -EINVAL, the OSD lives on
+ *   test_cls_prep concurrency PHOTO.jpg...  16 clients x 200 calls, every output correct
+ *   test_cls_prep eperm PHOTO.jpg           the key without class caps gets -EPERM
+ *   test_cls_prep corpus LIST OUT.tsv [N]   for every JPEG in LIST (at most N): the OSD's output
+ *                                           equals the local one, byte for byte, for several
+ *                                           boxes with and without flip; OUT.tsv lists every
+ *                                           case with its CRC for the Pillow check
+ *
+ * Needs CEPH_CONF, SOPHON_POOL, and SOPHON_CLUSTER_DIR (for the OSDs' pid files).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <rados/librados.h>
+#include <zlib.h>
+
+#include "remote.h"
+#include "sampler.h"
+#include "wire.h"
+
+static char **args;
+static int nargs;
+
+struct conn {
+    rados_t cluster;
+    rados_ioctx_t io;
+};
+
+static const char *pool_name(void)
+{
+    const char *p = getenv("SOPHON_POOL");
+    return p != NULL ? p : "sophon";
+}
+
+static void connect_as(struct conn *c, const char *name)
+{
+    assert_int_equal(rados_create2(&c->cluster, "ceph", name, 0), 0);
+    assert_int_equal(rados_conf_read_file(c->cluster, NULL), 0);
+    assert_int_equal(rados_connect(c->cluster), 0);
+    assert_int_equal(rados_ioctx_create(c->cluster, pool_name(), &c->io), 0);
+}
+
+static void disconnect(struct conn *c)
+{
+    rados_ioctx_destroy(c->io);
+    rados_shutdown(c->cluster);
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void put_object(struct conn *c, const char *oid, const uint8_t *buf, size_t len)
+{
+    assert_int_equal(rados_write_full(c->io, oid, (const char *)buf, len), 0);
+}
+
+static int errno_by_name(const char *name)
+{
+    static const struct {
+        const char *name;
+        int value;
+    } names[] = {{"0", 0},           {"EBADMSG", EBADMSG}, {"EOPNOTSUPP", EOPNOTSUPP},
+                 {"E2BIG", E2BIG},   {"EFBIG", EFBIG},     {"EINVAL", EINVAL}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i].name) == 0)
+            return -names[i].value;
+    fail_msg("unknown errno name %s", name);
+    return 1;
+}
+
+/* Sum of the resident memory of the cluster's OSDs, in kB. */
+static long osd_rss_kb(void)
+{
+    const char *dir = getenv("SOPHON_CLUSTER_DIR");
+    char path[512], line[256];
+    long total = 0;
+
+    assert_non_null(dir);
+    for (int id = 0; id < 16; id++) {
+        snprintf(path, sizeof(path), "%s/run/osd.%d.pid", dir, id);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        long pid = 0;
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = 0;
+        fclose(f);
+        snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+        f = fopen(path, "r");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f) != NULL) {
+            long kb;
+            if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+                total += kb;
+        }
+        fclose(f);
+    }
+    assert_true(total > 0);
+    return total;
+}
+
+static struct sophon_prep_params box_params(uint32_t x, uint32_t y, uint32_t w, uint32_t h)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    p.box_x = x;
+    p.box_y = y;
+    p.box_w = w;
+    p.box_h = h;
+    return p;
+}
+
+/* Payload of a response, after checking the header. */
+static const uint8_t *payload_of(const void *resp, size_t len, size_t *plen)
+{
+    struct sophon_response h;
+    const uint8_t *payload;
+    assert_int_equal(sophon_response_decode(&h, &payload, resp, len), 0);
+    *plen = h.payload_len;
+    return payload;
+}
+
+/* The OSD and the local path agree: same errno, or byte-identical payloads. Returns the local
+ * result (0 or errno); *crc gets the payload's CRC-32 on success. */
+static int same_both_ways(struct conn *c, const char *oid, const uint8_t *jpeg, size_t len,
+                          const struct sophon_prep_params *p, uint32_t *crc)
+{
+    uint8_t *local = NULL;
+    char *remote = NULL;
+    size_t local_len = 0, remote_len = 0, a, b;
+    char err[256];
+
+    int rl = sophon__local_prep(&local, &local_len, jpeg, len, p, err, sizeof(err));
+    int rr = sophon__remote_prep(&remote, &remote_len, c->io, oid, p);
+    if (rl != rr)
+        fail_msg("%s box %u,%u,%u,%u: local %d (%s), OSD %d", oid, p->box_x, p->box_y, p->box_w,
+                 p->box_h, rl, rl < 0 ? err : "ok", rr);
+    if (rl == 0) {
+        const uint8_t *pa = payload_of(local, local_len, &a);
+        const uint8_t *pb = payload_of(remote, remote_len, &b);
+        assert_int_equal(a, b);
+        if (memcmp(pa, pb, a) != 0)
+            fail_msg("%s box %u,%u,%u,%u flip %u: OSD and local outputs differ", oid, p->box_x,
+                     p->box_y, p->box_w, p->box_h, p->flip);
+        if (crc != NULL)
+            *crc = (uint32_t)crc32(0L, pa, (uInt)a);
+        /* Both headers agree on everything but the CPU time. */
+        assert_memory_equal(local + 8, remote + 8, 16);
+        assert_memory_equal(local + 32, remote + 32, 16);
+        free(local);
+        rados_buffer_free(remote);
+    }
+    return rl;
+}
+
+/* ---- hostile objects ---- */
+
+static void hostile_objects(void **state)
+{
+    (void)state;
+    const char *dir = args[0], *largest = args[1];
+    char path[1024], line[512];
+    struct conn c;
+    struct sophon_probe_reply pr;
+    char *resp;
+    size_t resp_len;
+    char *bad[32];
+    int nbad = 0;
+
+    connect_as(&c, "client.sophon");
+    snprintf(path, sizeof(path), "%s/expected.tsv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    struct sophon_prep_params p = box_params(0, 0, 8, 8);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char name[256], probe_e[32], prep_e[32];
+        assert_int_equal(sscanf(line, "%255s %31s %31s", name, probe_e, prep_e), 3);
+        size_t len;
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        uint8_t *buf = read_file(path, &len);
+        char oid[300];
+        snprintf(oid, sizeof(oid), "hostile/%s", name);
+        put_object(&c, oid, buf, len);
+        free(buf);
+        int want_probe = errno_by_name(probe_e), want_prep = errno_by_name(prep_e);
+        int r = sophon__remote_probe(&pr, c.io, oid);
+        if (r != want_probe)
+            fail_msg("probe %s: %d, want %d", name, r, want_probe);
+        r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &p);
+        if (r != want_prep)
+            fail_msg("prep %s: %d, want %d", name, r, want_prep);
+        if (r == 0)
+            rados_buffer_free(resp);
+        else if (nbad < 32 && want_probe < 0)
+            bad[nbad++] = strdup(oid);
+        printf("  %-24s probe %-11s prep %s\n", name, probe_e, prep_e);
+    }
+    fclose(f);
+    assert_true(nbad >= 6);
+
+    /* The largest real photo decodes in the OSD, and equals the local output. */
+    size_t len;
+    uint8_t *big = read_file(largest, &len);
+    put_object(&c, "hostile/largest.jpg", big, len);
+    assert_int_equal(sophon__remote_probe(&pr, c.io, "hostile/largest.jpg"), 0);
+    struct sophon_prep_params whole = box_params(0, 0, pr.info.width, pr.info.height);
+    assert_int_equal(same_both_ways(&c, "hostile/largest.jpg", big, len, &whole, NULL), 0);
+    printf("  largest photo: %ux%u, %zu bytes: prepared\n", pr.info.width, pr.info.height, len);
+
+    /*
+     * 1,000 bad calls in a row: the OSD's memory does not grow, and it serves on. Each bad call
+     * logs a line, and the OSD keeps its recent log lines in memory (`log max recent`, 500 in
+     * the dev cluster), so a warm-up fills that ring first. Good calls on a small photo give
+     * the OSD's own growth for comparison.
+     */
+    for (int i = 0; i < 600; i++) {
+        sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p);
+        sophon__remote_probe(&pr, c.io, bad[i % nbad]);
+    }
+    long before = osd_rss_kb();
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(sophon__remote_prep(&resp, &resp_len, c.io, "hostile/cmyk.jpg", &p), 0);
+        rados_buffer_free(resp);
+        assert_int_equal(sophon__remote_probe(&pr, c.io, "hostile/cmyk.jpg"), 0);
+    }
+    long mid = osd_rss_kb(), least = LONG_MAX;
+    printf("  OSD RSS %ld kB; after 1,000 good prep + probe calls: %+ld kB\n", before,
+           mid - before);
+    /* RSS moves by whole malloc arenas now and then; a leak moves it every round. */
+    for (int round = 0; round < 3; round++) {
+        long b = osd_rss_kb();
+        for (int i = 0; i < 1000; i++) {
+            assert_true(sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p) < 0);
+            assert_true(sophon__remote_probe(&pr, c.io, bad[i % nbad]) < 0);
+        }
+        long grown = osd_rss_kb() - b;
+        printf("  after 1,000 bad prep + probe calls: %+ld kB\n", grown);
+        least = grown < least ? grown : least;
+    }
+    /* A leaked decoder or object buffer per call (kilobytes each) would add megabytes to every
+     * round. */
+    assert_true(least < 512);
+    assert_int_equal(same_both_ways(&c, "hostile/largest.jpg", big, len, &whole, NULL), 0);
+    rados_remove(c.io, "hostile/cmyk.jpg");
+    free(big);
+    for (int i = 0; i < nbad; i++) {
+        rados_remove(c.io, bad[i]);
+        free(bad[i]);
+    }
+    rados_remove(c.io, "hostile/largest.jpg");
+    disconnect(&c);
+}
+
+/* ---- malformed requests ---- */
+
+static void malformed_requests(void **state)
+{
+    (void)state;
+    struct conn c;
+    size_t len;
+    uint8_t *jpeg = read_file(args[0], &len);
+    uint8_t good[SOPHON_REQUEST_LEN], req[256];
+    char out[64];
+    struct sophon_prep_params p = box_params(0, 0, 16, 16), decoded;
+    unsigned seed = 4321;
+    int refused = 0, accepted = 0;
+
+    connect_as(&c, "client.sophon");
+    put_object(&c, "requests.jpg", jpeg, len);
+    sophon_request_encode(good, sizeof(good), &p);
+    /* Random bytes of every length up to 100, and a valid request with random bytes changed. */
+    for (int i = 0; i < 600; i++) {
+        size_t n;
+        if (i < 300) {
+            n = (size_t)(rand_r(&seed) % 101);
+            for (size_t k = 0; k < n; k++)
+                req[k] = (uint8_t)rand_r(&seed);
+        } else {
+            n = sizeof(good);
+            memcpy(req, good, n);
+            int flips = 1 + rand_r(&seed) % 4;
+            for (int k = 0; k < flips; k++)
+                req[rand_r(&seed) % n] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
+            if (i % 7 == 0)
+                n -= 1 + (size_t)(rand_r(&seed) % 8); /* truncated too */
+        }
+        int local = sophon_request_decode(&decoded, req, n);
+        if (local == 0) {
+            /* A mutation that is still a valid request: the OSD runs it as the client would. */
+            same_both_ways(&c, "requests.jpg", jpeg, len, &decoded, NULL);
+            accepted++;
+            continue;
+        }
+        assert_int_equal(local, -EINVAL);
+        int r = rados_exec(c.io, "requests.jpg", "sophon", "prep", (const char *)req, n, out,
+                           sizeof(out));
+        if (r != -EINVAL)
+            fail_msg("malformed request %d (%zu bytes): OSD returned %d, want -EINVAL", i, n, r);
+        refused++;
+    }
+    printf("  %d malformed requests refused with -EINVAL, %d mutations still valid and run\n",
+           refused, accepted);
+    assert_true(refused > 400);
+    /* The OSD lives on. */
+    assert_int_equal(same_both_ways(&c, "requests.jpg", jpeg, len, &p, NULL), 0);
+    rados_remove(c.io, "requests.jpg");
+    free(jpeg);
+    disconnect(&c);
+}
+
+/* ---- concurrency ---- */
+
+#define CLIENTS 16
+#define CALLS 200
+#define CASES 4
+
+struct job {
+    char oid[64];
+    struct sophon_prep_params p;
+    uint8_t *want;
+    size_t want_len;
+};
+
+static struct job jobs[64];
+static int njobs;
+
+struct worker {
+    int id, bad, done;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    rados_t cluster;
+    rados_ioctx_t io;
+    unsigned seed = (unsigned)w->id * 7919u;
+
+    if (rados_create2(&cluster, "ceph", "client.sophon", 0) < 0 ||
+        rados_conf_read_file(cluster, NULL) < 0 || rados_connect(cluster) < 0 ||
+        rados_ioctx_create(cluster, pool_name(), &io) < 0) {
+        w->bad = CALLS;
+        return NULL;
+    }
+    for (int i = 0; i < CALLS; i++) {
+        const struct job *j = &jobs[rand_r(&seed) % njobs];
+        char *resp;
+        size_t resp_len, plen;
+        struct sophon_response h;
+        const uint8_t *payload;
+        if (sophon__remote_prep(&resp, &resp_len, io, j->oid, &j->p) < 0) {
+            w->bad++;
+            continue;
+        }
+        if (sophon_response_decode(&h, &payload, (uint8_t *)resp, resp_len) < 0 ||
+            (plen = h.payload_len) != j->want_len || memcmp(payload, j->want, plen) != 0)
+            w->bad++;
+        rados_buffer_free(resp);
+        w->done++;
+    }
+    rados_ioctx_destroy(io);
+    rados_shutdown(cluster);
+    return NULL;
+}
+
+static void concurrent_clients(void **state)
+{
+    (void)state;
+    struct conn c;
+    pthread_t threads[CLIENTS];
+    struct worker workers[CLIENTS];
+    char err[256];
+
+    connect_as(&c, "client.sophon");
+    for (int i = 0; i < nargs && njobs + CASES <= 64; i++) {
+        size_t len;
+        uint8_t *jpeg = read_file(args[i], &len);
+        struct sophon_probe_info info;
+        assert_int_equal(sophon_probe(&info, jpeg, len, err, sizeof(err)), 0);
+        char oid[64];
+        snprintf(oid, sizeof(oid), "concurrency/%d.jpg", i);
+        put_object(&c, oid, jpeg, len);
+        for (int k = 0; k < CASES; k++) {
+            struct job *j = &jobs[njobs++];
+            snprintf(j->oid, sizeof(j->oid), "%s", oid);
+            j->p = box_params(0, 0, 1, 1);
+            sophon_draw_crop(&j->p, 77, 0, (uint64_t)(i * CASES + k), info.width, info.height,
+                             NULL);
+            j->p.format = k == 3 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+            uint8_t *resp;
+            size_t resp_len, plen;
+            assert_int_equal(
+                sophon__local_prep(&resp, &resp_len, jpeg, len, &j->p, err, sizeof(err)), 0);
+            const uint8_t *payload = payload_of(resp, resp_len, &plen);
+            j->want = malloc(plen);
+            memcpy(j->want, payload, plen);
+            j->want_len = plen;
+            free(resp);
+        }
+        free(jpeg);
+    }
+    for (int i = 0; i < CLIENTS; i++) {
+        workers[i] = (struct worker){.id = i};
+        assert_int_equal(pthread_create(&threads[i], NULL, worker_main, &workers[i]), 0);
+    }
+    int bad = 0, done = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(threads[i], NULL);
+        bad += workers[i].bad;
+        done += workers[i].done;
+    }
+    printf("  %d clients x %d calls on %d cases: %d correct, %d wrong or failed\n", CLIENTS, CALLS,
+           njobs, done - bad, bad);
+    assert_int_equal(bad, 0);
+    assert_int_equal(done, CLIENTS * CALLS);
+    for (int i = 0; i < njobs; i++) {
+        free(jobs[i].want);
+        rados_remove(c.io, jobs[i].oid);
+    }
+    disconnect(&c);
+}
+
+/* ---- caps ---- */
+
+static void no_class_caps(void **state)
+{
+    (void)state;
+    struct conn c, ro;
+    size_t len;
+    uint8_t *jpeg = read_file(args[0], &len);
+    struct sophon_probe_reply pr;
+    struct sophon_prep_params p = box_params(0, 0, 8, 8);
+    char *resp;
+    size_t resp_len;
+
+    connect_as(&c, "client.sophon");
+    put_object(&c, "caps.jpg", jpeg, len);
+    connect_as(&ro, "client.sophon-read");
+    assert_int_equal(sophon__remote_probe(&pr, ro.io, "caps.jpg"), -EPERM);
+    assert_int_equal(sophon__remote_prep(&resp, &resp_len, ro.io, "caps.jpg", &p), -EPERM);
+    /* The same key can still read the object: the fallback path works. */
+    uint8_t *back;
+    size_t back_len;
+    assert_int_equal(sophon__read_object(&back, &back_len, ro.io, "caps.jpg", len), 0);
+    assert_int_equal(back_len, len);
+    assert_memory_equal(back, jpeg, len);
+    free(back);
+    disconnect(&ro);
+    rados_remove(c.io, "caps.jpg");
+    disconnect(&c);
+    free(jpeg);
+}
+
+/* ---- the real-photo corpus ---- */
+
+static void corpus(void **state)
+{
+    (void)state;
+    const char *list = args[0], *out = args[1];
+    long max = nargs > 2 ? atol(args[2]) : 0;
+    FILE *in = fopen(list, "r"), *tsv = fopen(out, "w");
+    char path[4096], err[256];
+    struct conn c;
+    long images = 0, cases = 0, refused = 0;
+
+    assert_non_null(in);
+    assert_non_null(tsv);
+    connect_as(&c, "client.sophon");
+    while (fgets(path, sizeof(path), in) != NULL && (max == 0 || images < max)) {
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] == '\0')
+            continue;
+        size_t len;
+        uint8_t *jpeg = read_file(path, &len);
+        char oid[64];
+        snprintf(oid, sizeof(oid), "corpus/%ld.jpg", images);
+        put_object(&c, oid, jpeg, len);
+        struct sophon_probe_info info;
+        struct sophon_probe_reply pr;
+        int rl = sophon_probe(&info, jpeg, len, err, sizeof(err));
+        int rr = sophon__remote_probe(&pr, c.io, oid);
+        if (rl != rr)
+            fail_msg("probe %s: local %d, OSD %d", path, rl, rr);
+        if (rl < 0) {
+            refused++;
+        } else {
+            assert_true(info.width == pr.info.width && info.height == pr.info.height &&
+                        info.components == pr.info.components &&
+                        info.progressive == pr.info.progressive &&
+                        info.colorspace == pr.info.colorspace &&
+                        info.subsampling == pr.info.subsampling && info.bits == pr.info.bits &&
+                        info.scans == pr.info.scans);
+            assert_int_equal(pr.object_size, len);
+            /* Three random boxes (one flipped, one not, one either) and the f32 tensor. */
+            for (int k = 0; k < 4; k++) {
+                struct sophon_prep_params p = box_params(0, 0, 1, 1);
+                sophon_draw_crop(&p, 2024, 0, (uint64_t)(images * 4 + k), info.width,
+                                 info.height, NULL);
+                if (k < 2)
+                    p.flip = (uint8_t)k;
+                if (k == 3)
+                    p.format = SOPHON_FORMAT_F32;
+                uint32_t crc = 0;
+                int r = same_both_ways(&c, oid, jpeg, len, &p, &crc);
+                if (r == 0 && p.format == SOPHON_FORMAT_U8)
+                    fprintf(tsv, "%s\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%08x\n", path, p.box_x,
+                            p.box_y, p.box_w, p.box_h, p.out_w, p.out_h, p.flip, crc);
+                else if (r < 0)
+                    fprintf(stderr, "  refused %s: %d\n", path, r);
+                cases++;
+            }
+        }
+        rados_remove(c.io, oid);
+        free(jpeg);
+        images++;
+        if (images % 100 == 0)
+            printf("  %ld images, %ld cases, OSD == local so far\n", images, cases);
+    }
+    fclose(in);
+    fclose(tsv);
+    printf("  %ld images (%ld refused by both alike), %ld cases: OSD == local, byte for byte\n",
+           images, refused, cases);
+    assert_true(images > 0);
+    disconnect(&c);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int min_args;
+        struct CMUnitTest test;
+    } modes[] = {
+        {"hostile", 2, cmocka_unit_test(hostile_objects)},
+        {"requests", 1, cmocka_unit_test(malformed_requests)},
+        {"concurrency", 1, cmocka_unit_test(concurrent_clients)},
+        {"eperm", 1, cmocka_unit_test(no_class_caps)},
+        {"corpus", 2, cmocka_unit_test(corpus)},
+    };
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (size_t i = 0; argc >= 2 && i < sizeof(modes) / sizeof(modes[0]); i++) {
+        if (strcmp(argv[1], modes[i].name) != 0)
+            continue;
+        if (argc - 2 < modes[i].min_args)
+            break;
+        args = argv + 2;
+        nargs = argc - 2;
+        const struct CMUnitTest tests[] = {modes[i].test};
+        return _cmocka_run_group_tests(modes[i].name, tests, 1, NULL, NULL);
+    }
+    fprintf(stderr, "usage: see the top of test_cls_prep.c\n");
+    return 2;
+}
