@@ -124,5 +124,6 @@ int cmd_prep(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_put(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

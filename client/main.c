@@ -22,6 +22,7 @@ static const struct subcommand subcommands[] = {
     {"probe", cmd_probe, "header facts of JPEG files, or of objects read in their OSDs"},
     {"prep", cmd_prep, "decode, crop, resize and flip a JPEG file here (no cluster)"},
     {"exec", cmd_exec, "prepare an object in the OSD holding it (or --local) and report"},
+    {"bench", cmd_bench, "plain reads against preparation in the OSDs, side by side"},
 };
 
 static void usage(FILE *f)
