@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cli_prep.sh SOPHON CORPUS_DIR - sophon put, probe, exec and prep as a user runs them, against
+# the dev cluster (CEPH_CONF set).
+set -uo pipefail
+sophon=$1 corpus=$2
+pool=${SOPHON_POOL:-sophon}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { echo "ok: $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
+expect() { # description expected-rc regex command...
+    local what=$1 want_rc=$2 want=$3 out rc
+    shift 3
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" = "$want_rc" ] && grep -Eq -- "$want" <<<"$out"; then ok "$what"; else
+        bad "$what: rc $rc (want $want_rc)"
+        echo "$out" | head -20 | sed 's/^/    /'
+    fi
+}
+
+# A small tree: two classes, a nested directory, and a file that is not a JPEG.
+photos=()
+while IFS= read -r f; do
+    [ "$(stat -c %s "$f")" -ge 20000 ] && "$sophon" prep "$f" --box 0,0,1,1 >/dev/null 2>&1 &&
+        photos+=("$f")
+    [ ${#photos[@]} -ge 3 ] && break
+done < <(grep -F /opencv-doc/ "$corpus/list.txt")
+mkdir -p "$work/tree/cats" "$work/tree/dogs/more"
+cp "${photos[0]}" "$work/tree/cats/a.jpg"
+cp "${photos[1]}" "$work/tree/dogs/b.jpg"
+cp "${photos[2]}" "$work/tree/dogs/more/c.jpg"
+echo "not a jpeg" >"$work/tree/dogs/notes.txt"
+
+expect "put stores a tree and skips what is not a JPEG" 0 \
+    "skipped .*notes.txt: not a JPEG" "$sophon" put --id sophon -p "$pool" "$work/tree"
+expect "put reports the count" 0 "stored 3 objects .*skipped 1 file" \
+    "$sophon" put --id sophon -p "$pool" "$work/tree"
+if rados -p "$pool" ls | grep -qx 'dogs/more/c.jpg' && ! rados -p "$pool" ls | grep -q notes; then
+    ok "objects are named by their path relative to the tree"
+else
+    bad "object names: $(rados -p "$pool" ls | tr '\n' ' ')"
+fi
+
+local_probe=$("$sophon" probe "$work/tree/cats/a.jpg" | sed 's/^[^:]*: //; s/, probed in .*//')
+osd_probe=$("$sophon" probe --id sophon -p "$pool" cats/a.jpg | sed 's/^[^:]*: //')
+[ "$local_probe" = "$osd_probe" ] && ok "probe in the OSD says what probe here says" ||
+    bad "probe: local '$local_probe', OSD '$osd_probe'"
+
+for args in "--seed 7" "--seed 8 --flip --format f32" "--box 0,0,100,80 --size 64x48"; do
+    # shellcheck disable=SC2086
+    "$sophon" exec --id sophon -p "$pool" dogs/b.jpg $args -o "$work/osd.raw" >"$work/osd.txt" &&
+        "$sophon" exec --id sophon -p "$pool" dogs/b.jpg $args --local -o "$work/local.raw" \
+            >/dev/null &&
+        "$sophon" prep "$work/tree/dogs/b.jpg" $args -o "$work/file.raw" >/dev/null
+    if cmp -s "$work/osd.raw" "$work/local.raw" && cmp -s "$work/osd.raw" "$work/file.raw" &&
+        grep -q "stored .* bytes, returned .* bytes .*OSD CPU" "$work/osd.txt"; then
+        ok "exec $args: OSD, --local and prep give the same bytes"
+    else
+        bad "exec $args differs"
+    fi
+done
+expect "exec writes a PNG to look at" 0 "returned" \
+    "$sophon" exec --id sophon -p "$pool" cats/a.jpg --seed 1 -o "$work/a.png"
+[ "$(head -c 8 "$work/a.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] &&
+    ok "the PNG has a PNG signature" || bad "not a PNG"
+expect "prep writes a PPM" 0 "local CPU" "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 -o "$work/a.ppm"
+[ "$(head -c 2 "$work/a.ppm")" = P6 ] && ok "the PPM has a P6 header" || bad "not a PPM"
+
+expect "exec with a key that may not call classes says which caps are missing" 1 \
+    "permission denied \(EPERM\).*class-read" \
+    "$sophon" exec --id sophon-read -p "$pool" cats/a.jpg --seed 1
+expect "probe with that key too" 1 "permission denied \(EPERM\)" \
+    "$sophon" probe --id sophon-read -p "$pool" cats/a.jpg
+expect "exec --local works with that key" 0 "local CPU" \
+    "$sophon" exec --id sophon-read -p "$pool" cats/a.jpg --seed 1 --local
+echo garbage | rados -p "$pool" put cli.garbage -
+expect "exec on a corrupt object explains" 1 "not a valid JPEG" \
+    "$sophon" exec --id sophon -p "$pool" cli.garbage --box 0,0,1,1
+expect "exec with a box outside the image explains" 1 "is the box inside the image" \
+    "$sophon" exec --id sophon -p "$pool" cats/a.jpg --box 0,0,100000,10
+expect "exec without box or seed" 2 "either --box X,Y,W,H or --seed S" \
+    "$sophon" exec --id sophon -p "$pool" cats/a.jpg
+expect "a bad --box" 2 "--box wants 4 numbers" "$sophon" prep "$work/tree/cats/a.jpg" --box 1,2,3
+expect "a bad --format" 2 "--format wants u8 or f32" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --box 0,0,1,1 --format f16
+expect "help on exec" 0 "Usage: sophon exec" "$sophon" exec --help
+for o in cats/a.jpg dogs/b.jpg dogs/more/c.jpg cli.garbage; do rados -p "$pool" rm "$o"; done
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
