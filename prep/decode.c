@@ -177,8 +177,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     rc = cb->header(cb->ctx, c->image_width, c->image_height, &rg);
     if (rc < 0)
         sophon__jpeg_fail(&s->j, rc, "");
-    if (rg.scale_denom != 1 && rg.scale_denom != 2 && rg.scale_denom != 4 &&
-        rg.scale_denom != 8)
+    if (rg.scale_denom != 1 && rg.scale_denom != 2 && rg.scale_denom != 4 && rg.scale_denom != 8)
         sophon__jpeg_fail(&s->j, -EINVAL, "bad scale denominator");
     c->scale_num = 1;
     c->scale_denom = rg.scale_denom;
@@ -188,8 +187,8 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     check_region(&s->j, &rg);
 
     jpeg_start_decompress(c);
-    if (c->output_components != 3 && !(c->out_color_space == JCS_GRAYSCALE &&
-                                       c->output_components == 1) &&
+    if (c->output_components != 3 &&
+        !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
         !(c->out_color_space == JCS_CMYK && c->output_components == 4))
         sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
 
@@ -200,8 +199,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
     imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
     xoff = rg.x > imcu_w ? rg.x - imcu_w : 0;
-    x1 = (uint64_t)rg.x + rg.w + imcu_w < c->output_width ? rg.x + rg.w + imcu_w
-                                                           : c->output_width;
+    x1 = (uint64_t)rg.x + rg.w + imcu_w < c->output_width ? rg.x + rg.w + imcu_w : c->output_width;
     cw = x1 - xoff;
     if (xoff != 0 || cw != c->output_width)
         jpeg_crop_scanline(c, &xoff, &cw);

@@ -36,8 +36,8 @@ struct sophon__jpeg {
     struct jpeg_progress_mgr progress;
     struct jpeg_decompress_struct cinfo;
     jmp_buf jump;
-    int code;            /* Negative errno of the failure that longjmp'ed. */
-    uint32_t max_scans;  /* 0 = unlimited; checked as each scan starts. */
+    int code;           /* Negative errno of the failure that longjmp'ed. */
+    uint32_t max_scans; /* 0 = unlimited; checked as each scan starts. */
     char msg[JMSG_LENGTH_MAX + 64];
 };
 

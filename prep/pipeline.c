@@ -26,16 +26,16 @@ struct pipeline {
     char *err;
     size_t errlen;
     struct sophon__coeffs h, v;
-    int need_h, need_v;  /* Pillow skips a pass whose size does not change. */
-    uint32_t in_w;       /* Box width in decoded pixels. */
-    uint32_t row_first;  /* Box row delivered as region row 0. */
-    uint32_t ring_rows;  /* Ring slots: the vertical kernel size bounds the rows in use. */
-    size_t stride;       /* Bytes per ring row. */
+    int need_h, need_v; /* Pillow skips a pass whose size does not change. */
+    uint32_t in_w;      /* Box width in decoded pixels. */
+    uint32_t row_first; /* Box row delivered as region row 0. */
+    uint32_t ring_rows; /* Ring slots: the vertical kernel size bounds the rows in use. */
+    size_t stride;      /* Bytes per ring row. */
     uint8_t *ring;
     const uint8_t **rowp;
     int32_t *acc;
     uint8_t *orow;
-    uint32_t next_out;   /* Next output row to produce. */
+    uint32_t next_out; /* Next output row to produce. */
 };
 
 uint64_t sophon_prep_output_size(const struct sophon_prep_params *p)
@@ -87,10 +87,9 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
     int rc;
 
     if ((uint64_t)p->box_x + p->box_w > width || (uint64_t)p->box_y + p->box_h > height) {
-        sophon__seterr(pl->err, pl->errlen,
-                       "crop box %ux%u+%u+%u not inside the %ux%u image", (unsigned)p->box_w,
-                       (unsigned)p->box_h, (unsigned)p->box_x, (unsigned)p->box_y,
-                       (unsigned)width, (unsigned)height);
+        sophon__seterr(pl->err, pl->errlen, "crop box %ux%u+%u+%u not inside the %ux%u image",
+                       (unsigned)p->box_w, (unsigned)p->box_h, (unsigned)p->box_x,
+                       (unsigned)p->box_y, (unsigned)width, (unsigned)height);
         return -EINVAL;
     }
     d = pick_scale(p);
@@ -283,8 +282,8 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
     cb.ctx = &pl;
     rc = sophon__decode(jpeg, len, lim, p->fast, &cb, err, errlen);
     if (rc == 0 && pl.next_out != p->out_h) {
-        sophon__seterr(err, errlen, "decoder delivered %u of %u output rows",
-                       (unsigned)pl.next_out, (unsigned)p->out_h);
+        sophon__seterr(err, errlen, "decoder delivered %u of %u output rows", (unsigned)pl.next_out,
+                       (unsigned)p->out_h);
         rc = -EBADMSG;
     }
     sophon__coeffs_free(&pl.h);

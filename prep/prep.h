@@ -24,7 +24,10 @@
  *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
  *                component counts other than 1, 3 and 4.
  *   -E2BIG       over a limit: width * height > max_pixels, more than max_scans scans.
- *   -EFBIG       output larger than max_output_bytes, or libjpeg's working memory over budget.
+ *   -EFBIG       output larger than max_output_bytes; libjpeg's working memory over its budget
+ *                (8 bytes per allowed pixel: what a legitimate progressive image can need); or
+ *                the resampler's row buffers over 256 MiB (only extreme aspect ratios, e.g. a
+ *                5000-row box squeezed into 1 output row of 8192 pixels).
  *   -ENOMEM      allocation failure.
  *   -ERANGE      out_cap smaller than sophon_prep_output_size().
  * On error a one-line message (no newline) is written to err when err != NULL and errlen > 0.
@@ -58,16 +61,16 @@ struct sophon_prep_params {
     uint32_t out_w, out_h;               /* Output size, e.g. 224x224, 1..SOPHON_MAX_SIDE. */
     uint8_t flip;                        /* 1 = horizontal flip after resize. */
     uint8_t format;                      /* enum sophon_format. */
-    uint8_t fast;   /* 1 = fast mode: fast IDCT, simple upsampling and DCT-domain downscaling by
-                     * 1/2, 1/4 or 1/8 while the scaled box stays >= 2x the output (not exact). */
+    uint8_t fast; /* 1 = fast mode: fast IDCT, simple upsampling and DCT-domain downscaling by
+                   * 1/2, 1/4 or 1/8 while the scaled box stays >= 2x the output (not exact). */
     float mean[3], std[3]; /* f32 normalization; ImageNet defaults in the INIT macro. */
 };
 
-#define SOPHON_PREP_PARAMS_INIT                                                                    \
-    {                                                                                              \
-        0, 0, 0, 0, 224, 224, 0, SOPHON_FORMAT_U8, 0, {0.485f, 0.456f, 0.406f},                    \
-            {0.229f, 0.224f, 0.225f}                                                               \
-    }
+/* clang-format off */
+#define SOPHON_PREP_PARAMS_INIT \
+    { 0, 0, 0, 0, 224, 224, 0, SOPHON_FORMAT_U8, 0, \
+      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f} }
+/* clang-format on */
 
 /* Budget for untrusted input. A field of 0 means "no limit" for that field. */
 struct sophon_limits {
@@ -76,7 +79,9 @@ struct sophon_limits {
     uint64_t max_output_bytes; /* sophon_prep_output_size() upper bound. */
 };
 
-#define SOPHON_LIMITS_INIT {89478485u /* Pillow MAX_IMAGE_PIXELS */, 1000, 64u << 20}
+/* clang-format off */
+#define SOPHON_LIMITS_INIT { 89478485u /* Pillow MAX_IMAGE_PIXELS */, 1000, 64u << 20 }
+/* clang-format on */
 
 enum sophon_colorspace {
     SOPHON_CS_UNKNOWN = 0,

@@ -65,13 +65,12 @@ static void fill_info(struct sophon_probe_info *out, const struct jpeg_decompres
 {
     out->width = c->image_width;
     out->height = c->image_height;
-    out->components = (uint8_t)(c->num_components > 0 && c->num_components < 256
-                                    ? c->num_components : 0);
+    out->components =
+        (uint8_t)(c->num_components > 0 && c->num_components < 256 ? c->num_components : 0);
     out->progressive = c->progressive_mode ? 1 : 0;
     out->colorspace = colorspace_of(c->jpeg_color_space);
     out->subsampling = subsampling_of(c);
-    out->bits = (uint8_t)(c->data_precision > 0 && c->data_precision < 256 ? c->data_precision
-                                                                            : 0);
+    out->bits = (uint8_t)(c->data_precision > 0 && c->data_precision < 256 ? c->data_precision : 0);
 }
 
 int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len, char *err,

@@ -1,0 +1,161 @@
+/*
+ * bench_prep - single-thread throughput of sophon_prep_run, exact and fast, by image size.
+ *
+ *   bench_prep CASES [REPS]
+ *
+ * CASES has lines "FILE X Y W H OUT_W OUT_H FLIP" (as written by bench_pillow.py). Files are
+ * read into memory first, so the time is decode + crop + resize + flip only, like the Pillow
+ * counterpart. Prints, per bucket of source megapixels, cases and images per second.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prep.h"
+
+#define NBUCKETS 4
+
+static const char *const bucket_names[NBUCKETS] = {"<0.5MP", "0.5-2MP", "2-8MP", ">=8MP"};
+
+struct bucket {
+    unsigned long cases;
+    double exact_s, fast_s;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+
+    *out = NULL;
+    if (f == NULL)
+        return -errno;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0 ||
+        (*out = malloc((size_t)n)) == NULL || fread(*out, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(*out);
+        *out = NULL;
+        return -EIO;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return 0;
+}
+
+static int bucket_of(const struct sophon_probe_info *info)
+{
+    double mp = (double)info->width * info->height / 1e6;
+
+    return mp < 0.5 ? 0 : mp < 2 ? 1 : mp < 8 ? 2 : 3;
+}
+
+static double time_runs(uint8_t *out, size_t n, const uint8_t *jpeg, size_t len,
+                        const struct sophon_prep_params *p, int reps, int *rc)
+{
+    double t0 = now();
+    int r;
+
+    *rc = 0;
+    for (r = 0; r < reps && *rc == 0; r++)
+        *rc = sophon_prep_run(out, n, jpeg, len, p, NULL, NULL, 0);
+    return (now() - t0) / reps;
+}
+
+int main(int argc, char **argv)
+{
+    struct bucket b[NBUCKETS];
+    char line[8192], path[4096] = "";
+    uint8_t *jpeg = NULL, *out = NULL;
+    size_t len = 0, cap = 0;
+    struct sophon_probe_info info;
+    unsigned long refused = 0;
+    int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3, i;
+    FILE *cases;
+
+    if (argc < 2 || reps <= 0) {
+        fprintf(stderr, "usage: %s CASES [REPS]\n", argv[0]);
+        return 2;
+    }
+    cases = fopen(argv[1], "r");
+    if (cases == NULL) {
+        perror(argv[1]);
+        return 2;
+    }
+    memset(b, 0, sizeof(b));
+    while (fgets(line, sizeof(line), cases) != NULL) {
+        struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+        char file[4096];
+        unsigned x, y, w, h, ow, oh, flip;
+        double te, tf;
+        size_t n;
+        int rc;
+
+        if (sscanf(line, "%4095s %u %u %u %u %u %u %u", file, &x, &y, &w, &h, &ow, &oh, &flip) != 8)
+            continue;
+        if (strcmp(file, path) != 0) {
+            free(jpeg);
+            jpeg = NULL;
+            snprintf(path, sizeof(path), "%s", file);
+            if (read_file(path, &jpeg, &len) < 0 || sophon_probe(&info, jpeg, len, NULL, 0) < 0) {
+                free(jpeg);
+                jpeg = NULL;
+            }
+        }
+        if (jpeg == NULL) {
+            refused++;
+            continue;
+        }
+        p.box_x = x;
+        p.box_y = y;
+        p.box_w = w;
+        p.box_h = h;
+        p.out_w = ow;
+        p.out_h = oh;
+        p.flip = (uint8_t)flip;
+        n = (size_t)sophon_prep_output_size(&p);
+        if (n > cap) {
+            free(out);
+            out = malloc(n);
+            cap = out ? n : 0;
+            if (out == NULL)
+                return 2;
+        }
+        te = time_runs(out, n, jpeg, len, &p, reps, &rc);
+        if (rc != 0) {
+            refused++;
+            continue;
+        }
+        p.fast = 1;
+        tf = time_runs(out, n, jpeg, len, &p, reps, &rc);
+        if (rc != 0) {
+            refused++;
+            continue;
+        }
+        i = bucket_of(&info);
+        b[i].cases++;
+        b[i].exact_s += te;
+        b[i].fast_s += tf;
+    }
+    fclose(cases);
+    free(jpeg);
+    free(out);
+    printf("%-8s %7s %12s %12s\n", "bucket", "cases", "exact img/s", "fast img/s");
+    for (i = 0; i < NBUCKETS; i++) {
+        if (b[i].cases == 0)
+            continue;
+        printf("%-8s %7lu %12.1f %12.1f\n", bucket_names[i], b[i].cases, b[i].cases / b[i].exact_s,
+               b[i].cases / b[i].fast_s);
+    }
+    printf("refused: %lu\n", refused);
+    return 0;
+}

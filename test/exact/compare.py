@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""compare.py - byte-exactness of sophon_prep against Pillow over a corpus of real JPEGs.
+
+    compare.py PREP_TOOL LIST_FILE [--cases N] [--seed S] [--limit M]
+
+For each JPEG in LIST_FILE (one path a line), draws N RandomResizedCrop boxes (scale 0.08-1,
+ratio 3/4-4/3, seeded) plus fixed edge cases (full image, 1x1 box, bottom-right corner box, a
+small box upscaled, odd output sizes), each with a random flip; runs prep_tool batch and
+pillow_ref.py batch on the same cases and compares the streams byte by byte.
+Prints: images, cases, cases compared, differing cases and bytes (must be 0), and refusals.
+Exit status 1 if any byte differs or ours produced output where Pillow refused.
+"""
+import argparse
+import collections
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def random_resized_crop(rng, w, h):
+    """torchvision RandomResizedCrop.get_params (scale 0.08-1, ratio 3/4-4/3)."""
+    area = w * h
+    log_ratio = (math.log(3 / 4), math.log(4 / 3))
+    for _ in range(10):
+        target = area * rng.uniform(0.08, 1.0)
+        ratio = math.exp(rng.uniform(*log_ratio))
+        cw = int(round(math.sqrt(target * ratio)))
+        ch = int(round(math.sqrt(target / ratio)))
+        if 0 < cw <= w and 0 < ch <= h:
+            return rng.randint(0, w - cw), rng.randint(0, h - ch), cw, ch
+    cw, ch = w, h
+    if w / h < 3 / 4:
+        ch = int(round(w / (3 / 4)))
+    elif w / h > 4 / 3:
+        cw = int(round(h * (4 / 3)))
+    cw, ch = min(cw, w), min(ch, h)
+    return (w - cw) // 2, (h - ch) // 2, cw, ch
+
+
+def cases_for(rng, path, w, h, n):
+    out = []
+    for _ in range(n):
+        out.append(random_resized_crop(rng, w, h) + (224, 224))
+    out.append((0, 0, w, h, 224, 224))
+    out.append((rng.randrange(w), rng.randrange(h), 1, 1, 224, 224))
+    cw, ch = max(1, w // 3), max(1, h // 5)
+    out.append((w - cw, h - ch, cw, ch, 224, 224))
+    sw, sh = min(w, rng.randint(1, 40)), min(h, rng.randint(1, 40))
+    out.append((rng.randint(0, w - sw), rng.randint(0, h - sh), sw, sh, 224, 224))
+    x, y, bw, bh = random_resized_crop(rng, w, h)
+    out.append((x, y, bw, bh, rng.randint(1, 300), rng.randint(1, 300)))
+    out.append((0, 0, w, h, w, max(1, h // 2)))  # one pass skipped (same width)
+    return ['%s %d %d %d %d %d %d %d' % ((path,) + c + (rng.randint(0, 1),)) for c in out]
+
+
+def read_record(stream, w, h):
+    head = stream.read(4)
+    if len(head) != 4:
+        raise EOFError('stream ended early')
+    status = struct.unpack('<i', head)[0]
+    if status != 0:
+        return status, None
+    data = stream.read(w * h * 3)
+    if len(data) != w * h * 3:
+        raise EOFError('stream ended inside a record')
+    return 0, data
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('prep_tool')
+    ap.add_argument('list_file')
+    ap.add_argument('--cases', type=int, default=4)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--limit', type=int, default=0)
+    ap.add_argument('--log', default='/tmp/sophon-compare')
+    args = ap.parse_args()
+
+    rng = random.Random(args.seed)
+    with open(args.list_file) as f:
+        paths = [p.strip() for p in f if p.strip() and ' ' not in p.strip()]
+    if args.limit:
+        paths = paths[:args.limit]
+    lines = []
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                w, h = im.size
+        except Exception:
+            w, h = 1, 1  # Let both pipelines refuse it.
+        lines += cases_for(rng, p, w, h, args.cases)
+    os.makedirs(args.log, exist_ok=True)
+    case_file = os.path.join(args.log, 'cases.txt')
+    with open(case_file, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+    ours_err = open(os.path.join(args.log, 'ours.stderr'), 'w')
+    ref_err = open(os.path.join(args.log, 'pillow.stderr'), 'w')
+    ours = subprocess.Popen([args.prep_tool, 'batch'], stdin=open(case_file),
+                            stdout=subprocess.PIPE, stderr=ours_err)
+    ref = subprocess.Popen(['/usr/bin/python3', os.path.join(HERE, 'pillow_ref.py'), 'batch'],
+                           stdin=open(case_file), stdout=subprocess.PIPE, stderr=ref_err)
+
+    stats = collections.Counter()
+    refused = collections.Counter()
+    bad_files = collections.defaultdict(set)
+    images_ok = set()
+    for line in lines:
+        f = line.split()
+        ow, oh = int(f[5]), int(f[6])
+        s1, d1 = read_record(ours.stdout, ow, oh)
+        s2, d2 = read_record(ref.stdout, ow, oh)
+        stats['cases'] += 1
+        if s1 == 0 and s2 == 0:
+            stats['compared'] += 1
+            images_ok.add(f[0])
+            if d1 != d2:
+                nbytes = sum(a != b for a, b in zip(d1, d2))
+                stats['differing_cases'] += 1
+                stats['differing_bytes'] += nbytes
+                bad_files['differs'].add(line)
+        elif s1 != 0 and s2 != 0:
+            stats['both_refused'] += 1
+            refused['both %d' % s1] += 1
+        elif s1 != 0:
+            stats['only_ours_refused'] += 1
+            refused['ours %d' % s1] += 1
+            bad_files['ours_refused'].add(f[0])
+        else:
+            stats['only_pillow_refused'] += 1
+            bad_files['pillow_refused'].add(line)
+    ours.wait()
+    ref.wait()
+
+    print('images: %d (compared on %d)' % (len(paths), len(images_ok)))
+    for k in ('cases', 'compared', 'differing_cases', 'differing_bytes', 'both_refused',
+              'only_ours_refused', 'only_pillow_refused'):
+        print('%-20s %d' % (k, stats[k]))
+    for k, v in sorted(refused.items()):
+        print('refused (%s): %d cases' % (k, v))
+    for k in ('ours_refused',):
+        for p in sorted(bad_files[k]):
+            print('only ours refused: %s' % p)
+    for k in ('differs', 'pillow_refused'):
+        for line in sorted(bad_files[k])[:20]:
+            print('%s: %s' % (k, line))
+    print('logs (stderr of both, cases): %s' % args.log)
+    return 1 if stats['differing_bytes'] or stats['only_pillow_refused'] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

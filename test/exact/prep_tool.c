@@ -1,0 +1,202 @@
+/*
+ * prep_tool - command-line driver of sophon_prep_run for the exactness check and debugging.
+ *
+ *   prep_tool probe FILE...
+ *       print width, height, components, colour space, subsampling, progressive, scans.
+ *   prep_tool run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] > out.raw
+ *       write the output bytes of one case to stdout.
+ *   prep_tool batch < cases > stream
+ *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP" (FILE without spaces). For each line the
+ *       stream gets a little-endian int32 status (0 or -errno) then, on success, the
+ *       OUT_W * OUT_H * 3 output bytes. The format pillow_ref.py batch writes too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prep.h"
+
+static int read_file(const char *path, uint8_t **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf = NULL;
+    long n;
+    int rc = -EIO;
+
+    *out = NULL;
+    *len = 0;
+    if (f == NULL)
+        return -errno;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        goto done;
+    buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf == NULL) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        goto done;
+    *out = buf;
+    *len = (size_t)n;
+    buf = NULL;
+    rc = 0;
+done:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v > UINT32_MAX || s[0] == '-')
+        return -EINVAL;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+    int i, rc, worst = 0;
+
+    for (i = 0; i < argc; i++) {
+        struct sophon_probe_info info;
+        uint8_t *buf;
+        size_t len;
+        char err[256] = "";
+
+        rc = read_file(argv[i], &buf, &len);
+        if (rc == 0)
+            rc = sophon_probe(&info, buf, len, err, sizeof(err));
+        if (rc < 0) {
+            printf("%s\terror %d\t%s\n", argv[i], rc, err);
+            worst = 1;
+        } else {
+            printf("%s\t%" PRIu32 "x%" PRIu32 "\tc=%u\t%s\t%s\tprog=%u\tscans=%" PRIu32 "\n",
+                   argv[i], info.width, info.height, info.components,
+                   sophon_colorspace_name(info.colorspace),
+                   sophon_subsampling_name(info.subsampling), info.progressive, info.scans);
+        }
+        free(buf);
+    }
+    return worst;
+}
+
+/* Runs one case; *out is malloc'ed (caller frees) when 0 is returned. */
+static int run_case(char **f, int nf, uint8_t **out, size_t *out_len, char *err, size_t errlen)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    struct sophon_limits lim = SOPHON_LIMITS_INIT;
+    uint32_t flip = 0, fast = 0, f32 = 0;
+    uint8_t *jpeg = NULL;
+    size_t len;
+    uint64_t size;
+    int rc;
+
+    *out = NULL;
+    if (parse_u32(f[1], &p.box_x) || parse_u32(f[2], &p.box_y) || parse_u32(f[3], &p.box_w) ||
+        parse_u32(f[4], &p.box_h) || parse_u32(f[5], &p.out_w) || parse_u32(f[6], &p.out_h) ||
+        parse_u32(f[7], &flip) || (nf > 8 && parse_u32(f[8], &fast)) ||
+        (nf > 9 && parse_u32(f[9], &f32))) {
+        snprintf(err, errlen, "bad number in case");
+        return -EINVAL;
+    }
+    p.flip = flip != 0;
+    p.fast = fast != 0;
+    p.format = f32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+    rc = read_file(f[0], &jpeg, &len);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot read %s", f[0]);
+        return rc;
+    }
+    size = sophon_prep_output_size(&p);
+    *out = malloc(size > 0 ? (size_t)size : 1);
+    if (*out == NULL) {
+        free(jpeg);
+        return -ENOMEM;
+    }
+    rc = sophon_prep_run(*out, (size_t)size, jpeg, len, &p, &lim, err, errlen);
+    free(jpeg);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        return rc;
+    }
+    *out_len = (size_t)size;
+    return 0;
+}
+
+static int cmd_batch(void)
+{
+    char line[8192];
+    unsigned long lineno = 0;
+
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        char *f[10], *save = NULL, *tok;
+        int nf = 0;
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        char err[256] = "";
+        int32_t status;
+        uint8_t le[4];
+        int rc;
+
+        lineno++;
+        for (tok = strtok_r(line, " \t\r\n", &save); tok != NULL && nf < 10;
+             tok = strtok_r(NULL, " \t\r\n", &save))
+            f[nf++] = tok;
+        if (nf < 8) {
+            fprintf(stderr, "line %lu: need 8 fields\n", lineno);
+            return 2;
+        }
+        rc = run_case(f, nf, &out, &out_len, err, sizeof(err));
+        status = rc;
+        le[0] = (uint8_t)((uint32_t)status);
+        le[1] = (uint8_t)((uint32_t)status >> 8);
+        le[2] = (uint8_t)((uint32_t)status >> 16);
+        le[3] = (uint8_t)((uint32_t)status >> 24);
+        if (rc < 0)
+            fprintf(stderr, "%s\t%d\t%s\n", f[0], rc, err);
+        if (fwrite(le, 1, 4, stdout) != 4 ||
+            (rc == 0 && fwrite(out, 1, out_len, stdout) != out_len)) {
+            free(out);
+            return 2;
+        }
+        free(out);
+    }
+    return fflush(stdout) == 0 ? 0 : 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "probe") == 0)
+        return cmd_probe(argc - 2, argv + 2);
+    if (argc >= 10 && strcmp(argv[1], "run") == 0) {
+        uint8_t *out;
+        size_t n;
+        char err[256] = "";
+        int rc = run_case(argv + 2, argc - 2, &out, &n, err, sizeof(err));
+
+        if (rc < 0) {
+            fprintf(stderr, "error %d: %s\n", rc, err);
+            return 1;
+        }
+        rc = fwrite(out, 1, n, stdout) == n ? 0 : 1;
+        free(out);
+        return rc;
+    }
+    if (argc == 2 && strcmp(argv[1], "batch") == 0)
+        return cmd_batch();
+    fprintf(stderr,
+            "usage: %s probe FILE... | run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] | "
+            "batch < cases\n",
+            argv[0]);
+    return 2;
+}

@@ -1,0 +1,920 @@
+/*
+ * test_prep.c - unit tests of the image pipeline (prep/).
+ *
+ * Test JPEGs are made in-test with libjpeg's compressor in every colour and sampling mode. The
+ * reference is a deliberately plain re-implementation: a full-image libjpeg decode (no skipping,
+ * no cropping), Pillow's CMYK conversion, then Pillow 9.4's two-pass fixed-point bilinear resize
+ * on whole buffers. sophon_prep_run (partial decode, streaming resample) must match it byte for
+ * byte. Agreement with Pillow itself is checked by test/exact/ over real photos.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jpeglib.h>
+
+#include "prep.h"
+
+/* ---- Allocation failure injection (malloc and calloc are wrapped at link time). ---- */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+
+/* Allocations left before failing; < 0 means never fail. Only the main thread arms it. */
+static long allocs_left = -1;
+
+static int alloc_should_fail(void)
+{
+    if (allocs_left < 0)
+        return 0;
+    if (allocs_left == 0)
+        return 1;
+    allocs_left--;
+    return 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return alloc_should_fail() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+    return alloc_should_fail() ? NULL : __real_calloc(n, m);
+}
+
+/* ---- Test images. ---- */
+
+enum kind { K_GRAY, K_444, K_422, K_420, K_440, K_411, K_RGB, K_CMYK, K_YCCK, K_COUNT };
+
+static const char *const kind_names[K_COUNT] = {"gray", "444", "422",  "420", "440",
+                                                "411",  "rgb", "cmyk", "ycck"};
+
+struct jpeg_buf {
+    uint8_t *data;
+    size_t len;
+    uint32_t w, h;
+};
+
+/* Deterministic pixels with smooth areas, edges and noise, so chroma upsampling matters. */
+static uint8_t pattern(uint32_t x, uint32_t y, int c, uint32_t seed)
+{
+    uint32_t v = (x * 2654435761u) ^ (y * 2246822519u) ^ (uint32_t)(c * 3266489917u) ^ seed;
+    int base;
+
+    v ^= v >> 15;
+    v *= 2246822519u;
+    v ^= v >> 13;
+    base = (int)((x * (3 + c) + y * (5 - c)) % 256);
+    if (((x / 7) + (y / 5)) % 3 == 0)
+        base = 255 - base;
+    base += (int)(v % 21) - 10;
+    return (uint8_t)(base < 0 ? 0 : base > 255 ? 255 : base);
+}
+
+struct compress_err {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+static void compress_error_exit(j_common_ptr cinfo)
+{
+    longjmp(((struct compress_err *)cinfo->err)->jump, 1);
+}
+
+/* Encodes a w x h image of the given kind; progressive adds jpeg_simple_progression. */
+static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progressive, int quality)
+{
+    struct jpeg_compress_struct c;
+    struct compress_err e;
+    struct jpeg_buf out = {NULL, 0, w, h};
+    unsigned long size = 0;
+    unsigned char *mem = NULL;
+    uint8_t *row;
+    int comps = k == K_GRAY ? 1 : (k == K_CMYK || k == K_YCCK) ? 4 : 3;
+    uint32_t x, y;
+    int i;
+
+    row = malloc((size_t)w * (size_t)comps);
+    assert_non_null(row);
+    c.err = jpeg_std_error(&e.pub);
+    e.pub.error_exit = compress_error_exit;
+    if (setjmp(e.jump))
+        fail_msg("libjpeg compression failed");
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &mem, &size);
+    c.image_width = w;
+    c.image_height = h;
+    c.input_components = comps;
+    c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 3 ? JCS_RGB : JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, quality, TRUE);
+    if (k == K_RGB)
+        jpeg_set_colorspace(&c, JCS_RGB);
+    if (k == K_YCCK)
+        jpeg_set_colorspace(&c, JCS_YCCK);
+    if (comps >= 3) {
+        int hs = 1, vs = 1;
+
+        switch (k) {
+        case K_422:
+            hs = 2;
+            break;
+        case K_420:
+        case K_YCCK:
+            hs = 2;
+            vs = 2;
+            break;
+        case K_440:
+            vs = 2;
+            break;
+        case K_411:
+            hs = 4;
+            break;
+        default:
+            break;
+        }
+        for (i = 0; i < c.num_components; i++) {
+            c.comp_info[i].h_samp_factor = 1;
+            c.comp_info[i].v_samp_factor = 1;
+        }
+        c.comp_info[0].h_samp_factor = hs;
+        c.comp_info[0].v_samp_factor = vs;
+        if (k == K_YCCK) {
+            c.comp_info[3].h_samp_factor = hs;
+            c.comp_info[3].v_samp_factor = vs;
+        }
+    }
+    if (progressive)
+        jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    for (y = 0; y < h; y++) {
+        JSAMPROW rp[1] = {row};
+
+        for (x = 0; x < w; x++)
+            for (i = 0; i < comps; i++)
+                row[(size_t)x * comps + i] = pattern(x, y, i, (uint32_t)k);
+        jpeg_write_scanlines(&c, rp, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    out.data = malloc(size);
+    assert_non_null(out.data);
+    memcpy(out.data, mem, size);
+    out.len = size;
+    free(mem);
+    return out;
+}
+
+/* ---- Reference pipeline: plain and whole-image, following Pillow 9.4 literally. ---- */
+
+/* Full decode to RGB (w*h*3), with Pillow's "CMYK;I" + cmyk2rgb for 4 components. */
+static uint8_t *ref_decode(const struct jpeg_buf *j)
+{
+    struct jpeg_decompress_struct d;
+    struct compress_err e;
+    uint8_t *rgb, *line;
+    uint32_t x, y;
+
+    d.err = jpeg_std_error(&e.pub);
+    e.pub.error_exit = compress_error_exit;
+    if (setjmp(e.jump))
+        fail_msg("reference decode failed");
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, j->data, j->len);
+    jpeg_read_header(&d, TRUE);
+    d.out_color_space = d.num_components == 4 ? JCS_CMYK : JCS_RGB;
+    jpeg_start_decompress(&d);
+    rgb = malloc((size_t)d.output_width * d.output_height * 3);
+    line = malloc((size_t)d.output_width * d.output_components);
+    assert_non_null(rgb);
+    assert_non_null(line);
+    for (y = 0; y < d.output_height; y++) {
+        JSAMPROW rp[1] = {line};
+        uint8_t *o = rgb + (size_t)y * d.output_width * 3;
+
+        jpeg_read_scanlines(&d, rp, 1);
+        for (x = 0; x < d.output_width; x++) {
+            if (d.output_components == 3) {
+                memcpy(o + 3 * x, line + 3 * x, 3);
+            } else {
+                int nk = line[4 * x + 3], c;
+
+                for (c = 0; c < 3; c++) {
+                    int in = 255 - line[4 * x + c];
+                    int tmp = in * nk + 128;
+                    int v = nk - (((tmp >> 8) + tmp) >> 8);
+
+                    o[3 * x + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+            }
+        }
+    }
+    jpeg_finish_decompress(&d);
+    jpeg_destroy_decompress(&d);
+    free(line);
+    return rgb;
+}
+
+static double ref_filter(double x)
+{
+    x = fabs(x);
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+/* Pillow's precompute_coeffs + normalize_coeffs_8bpc for one axis. */
+static void ref_coeffs(uint32_t in, uint32_t out, int **bounds, int32_t **kk, int *ksize)
+{
+    double scale = (double)in / out, fs = scale < 1.0 ? 1.0 : scale, support = fs, ss = 1.0 / fs;
+    int ks = (int)ceil(support) * 2 + 1;
+    double *pre = calloc((size_t)ks, sizeof(double));
+    uint32_t xx;
+    int x;
+
+    *bounds = calloc((size_t)out * 2, sizeof(int));
+    *kk = calloc((size_t)out * ks, sizeof(int32_t));
+    assert_true(pre && *bounds && *kk);
+    for (xx = 0; xx < out; xx++) {
+        double center = (xx + 0.5) * scale, ww = 0.0;
+        int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
+
+        xmin = xmin < 0 ? 0 : xmin;
+        xmax = (xmax > (int)in ? (int)in : xmax) - xmin;
+        for (x = 0; x < xmax; x++)
+            ww += pre[x] = ref_filter((x + xmin - center + 0.5) * ss);
+        for (x = 0; x < xmax; x++) {
+            double w = pre[x] / ww;
+
+            (*kk)[(size_t)xx * ks + x] =
+                (int32_t)(w < 0 ? -0.5 + w * (1 << 22) : 0.5 + w * (1 << 22));
+        }
+        (*bounds)[2 * xx] = xmin;
+        (*bounds)[2 * xx + 1] = xmax;
+    }
+    *ksize = ks;
+    free(pre);
+}
+
+static uint8_t ref_clip(int32_t v)
+{
+    v >>= 22;
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* crop + resize (+ flip) on a full RGB image, as Pillow's ImagingResampleInner. */
+static uint8_t *ref_pipeline(const uint8_t *rgb, uint32_t iw, const struct sophon_prep_params *p)
+{
+    uint32_t bw = p->box_w, bh = p->box_h, ow = p->out_w, oh = p->out_h, x, y, c;
+    uint8_t *crop = malloc((size_t)bw * bh * 3), *tmp, *out;
+    int *hb, *vb, hks, vks, i;
+    int32_t *hk, *vk;
+
+    assert_non_null(crop);
+    for (y = 0; y < bh; y++)
+        memcpy(crop + (size_t)y * bw * 3, rgb + ((size_t)(p->box_y + y) * iw + p->box_x) * 3,
+               (size_t)bw * 3);
+    ref_coeffs(bw, ow, &hb, &hk, &hks);
+    ref_coeffs(bh, oh, &vb, &vk, &vks);
+    tmp = crop;
+    if (ow != bw) {
+        tmp = malloc((size_t)ow * bh * 3);
+        assert_non_null(tmp);
+        for (y = 0; y < bh; y++)
+            for (x = 0; x < ow; x++)
+                for (c = 0; c < 3; c++) {
+                    int32_t s = 1 << 21;
+
+                    for (i = 0; i < hb[2 * x + 1]; i++)
+                        s += crop[((size_t)y * bw + hb[2 * x] + i) * 3 + c] * hk[x * hks + i];
+                    tmp[((size_t)y * ow + x) * 3 + c] = ref_clip(s);
+                }
+    }
+    out = malloc((size_t)ow * oh * 3);
+    assert_non_null(out);
+    if (oh != bh) {
+        for (y = 0; y < oh; y++)
+            for (x = 0; x < ow; x++)
+                for (c = 0; c < 3; c++) {
+                    int32_t s = 1 << 21;
+
+                    for (i = 0; i < vb[2 * y + 1]; i++)
+                        s += tmp[((size_t)(vb[2 * y] + i) * ow + x) * 3 + c] * vk[y * vks + i];
+                    out[((size_t)y * ow + x) * 3 + c] = ref_clip(s);
+                }
+    } else {
+        memcpy(out, tmp, (size_t)ow * oh * 3);
+    }
+    if (p->flip) {
+        for (y = 0; y < oh; y++)
+            for (x = 0; x < ow / 2; x++) {
+                uint8_t t[3], *a = out + ((size_t)y * ow + x) * 3,
+                              *b = out + ((size_t)y * ow + ow - 1 - x) * 3;
+
+                memcpy(t, a, 3);
+                memcpy(a, b, 3);
+                memcpy(b, t, 3);
+            }
+    }
+    if (tmp != crop)
+        free(tmp);
+    free(crop);
+    free(hb);
+    free(hk);
+    free(vb);
+    free(vk);
+    return out;
+}
+
+/* ---- Helpers. ---- */
+
+static struct sophon_prep_params params(uint32_t x, uint32_t y, uint32_t w, uint32_t h, uint32_t ow,
+                                        uint32_t oh, int flip)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+
+    p.box_x = x;
+    p.box_y = y;
+    p.box_w = w;
+    p.box_h = h;
+    p.out_w = ow;
+    p.out_h = oh;
+    p.flip = (uint8_t)flip;
+    return p;
+}
+
+/* Runs the pipeline and the reference and asserts identical bytes. */
+static void check_case(const struct jpeg_buf *j, const uint8_t *full,
+                       const struct sophon_prep_params *p, const char *what)
+{
+    size_t n = (size_t)sophon_prep_output_size(p);
+    uint8_t *got = malloc(n), *want;
+    char err[256] = "";
+    int rc;
+
+    assert_non_null(got);
+    rc = sophon_prep_run(got, n, j->data, j->len, p, NULL, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("%s box %ux%u+%u+%u: rc %d (%s)", what, p->box_w, p->box_h, p->box_x, p->box_y, rc,
+                 err);
+    want = ref_pipeline(full, j->w, p);
+    if (memcmp(got, want, n) != 0)
+        fail_msg("%s box %ux%u+%u+%u -> %ux%u flip %u: bytes differ", what, p->box_w, p->box_h,
+                 p->box_x, p->box_y, p->out_w, p->out_h, p->flip);
+    free(got);
+    free(want);
+}
+
+static uint32_t rnd(uint32_t *s, uint32_t n)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s % n;
+}
+
+/* Random boxes of all shapes plus every edge and corner, for one image. */
+static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int cases)
+{
+    struct jpeg_buf j = make_jpeg(k, w, h, progressive, 85);
+    uint8_t *full = ref_decode(&j);
+    uint32_t s = 12345u + (uint32_t)k * 77u + w, i;
+    char what[64];
+
+    snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[k], w, h, progressive ? " prog" : "");
+    for (i = 0; i < (uint32_t)cases; i++) {
+        uint32_t bw = 1 + rnd(&s, w), bh = 1 + rnd(&s, h);
+        struct sophon_prep_params p = params(rnd(&s, w - bw + 1), rnd(&s, h - bh + 1), bw, bh,
+                                             1 + rnd(&s, 64), 1 + rnd(&s, 64), (int)(i & 1));
+
+        check_case(&j, full, &p, what);
+    }
+    /* Corners and edges, 1-pixel boxes, the whole image, upscaling, same-size passes. */
+    {
+        const struct sophon_prep_params fixed[] = {
+            params(0, 0, w, h, 24, 24, 0),
+            params(0, 0, w, h, w, h, 1),
+            params(0, 0, w, h, w, (h + 1) / 2, 0),
+            params(0, 0, w, h, (w + 1) / 2, h, 1),
+            params(0, 0, 1, 1, 5, 7, 0),
+            params(w - 1, h - 1, 1, 1, 3, 3, 1),
+            params(w - 1, 0, 1, h, 4, 9, 0),
+            params(0, h - 1, w, 1, 9, 4, 1),
+            params(w / 2, h / 2, w - w / 2, h - h / 2, 50, 50, 0),
+            params(0, 0, w < 5 ? w : 5, h < 3 ? h : 3, 224, 224, 1),
+        };
+
+        for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            check_case(&j, full, &fixed[i], what);
+    }
+    free(full);
+    free(j.data);
+}
+
+static int run(const struct jpeg_buf *j, const struct sophon_prep_params *p,
+               const struct sophon_limits *lim, size_t cap_minus)
+{
+    size_t n = (size_t)sophon_prep_output_size(p);
+    uint8_t *out = malloc(n ? n : 1);
+    char err[256] = "";
+    int rc;
+
+    assert_non_null(out);
+    rc = sophon_prep_run(out, n - cap_minus, j->data, j->len, p, lim, err, sizeof(err));
+    if (rc < 0)
+        assert_true(err[0] != '\0'); /* Every error explains itself. */
+    free(out);
+    return rc;
+}
+
+/* ---- Tests. ---- */
+
+static void test_output_size(void **state)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+
+    (void)state;
+    assert_int_equal(sophon_prep_output_size(&p), 224u * 224 * 3);
+    p.format = SOPHON_FORMAT_F32;
+    assert_int_equal(sophon_prep_output_size(&p), 224u * 224 * 3 * 4);
+    p.out_w = SOPHON_MAX_SIDE;
+    p.out_h = SOPHON_MAX_SIDE;
+    assert_int_equal(sophon_prep_output_size(&p), (uint64_t)8192 * 8192 * 12);
+    p.out_w = SOPHON_MAX_SIDE + 1;
+    assert_int_equal(sophon_prep_output_size(&p), 0);
+    p.out_w = 0;
+    assert_int_equal(sophon_prep_output_size(&p), 0);
+    p.out_w = 1;
+    p.format = 7;
+    assert_int_equal(sophon_prep_output_size(&p), 0);
+    assert_int_equal(sophon_prep_output_size(NULL), 0);
+}
+
+static void test_probe_modes(void **state)
+{
+    static const struct {
+        enum kind k;
+        int prog;
+        uint8_t comps, cs, ss;
+    } cases[] = {
+        {K_GRAY, 0, 1, SOPHON_CS_GRAY, SOPHON_SS_GRAY},
+        {K_444, 0, 3, SOPHON_CS_YCBCR, SOPHON_SS_444},
+        {K_422, 1, 3, SOPHON_CS_YCBCR, SOPHON_SS_422},
+        {K_420, 0, 3, SOPHON_CS_YCBCR, SOPHON_SS_420},
+        {K_440, 0, 3, SOPHON_CS_YCBCR, SOPHON_SS_440},
+        {K_411, 0, 3, SOPHON_CS_YCBCR, SOPHON_SS_411},
+        {K_RGB, 0, 3, SOPHON_CS_RGB, SOPHON_SS_444},
+        {K_CMYK, 0, 4, SOPHON_CS_CMYK, SOPHON_SS_444},
+        {K_YCCK, 1, 4, SOPHON_CS_YCCK, SOPHON_SS_420},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jpeg_buf j = make_jpeg(cases[i].k, 37, 21, cases[i].prog, 80);
+        struct sophon_probe_info info;
+
+        assert_int_equal(sophon_probe(&info, j.data, j.len, NULL, 0), 0);
+        assert_int_equal(info.width, 37);
+        assert_int_equal(info.height, 21);
+        assert_int_equal(info.components, cases[i].comps);
+        assert_int_equal(info.colorspace, cases[i].cs);
+        assert_int_equal(info.subsampling, cases[i].ss);
+        assert_int_equal(info.progressive, cases[i].prog);
+        assert_int_equal(info.bits, 8);
+        assert_true(cases[i].prog ? info.scans > 1 : info.scans == 1);
+        free(j.data);
+    }
+    assert_string_equal(sophon_subsampling_name(SOPHON_SS_420), "420");
+    assert_string_equal(sophon_colorspace_name(SOPHON_CS_YCCK), "ycck");
+    assert_string_equal(sophon_colorspace_name(99), "unknown");
+    assert_string_equal(sophon_subsampling_name(-1), "other");
+}
+
+/* Every colour and sampling mode, baseline and progressive, sizes not multiple of the MCU. */
+static void test_modes_small(void **state)
+{
+    int k;
+
+    (void)state;
+    for (k = 0; k < K_COUNT; k++) {
+        check_many((enum kind)k, 37, 23, 0, 30);
+        check_many((enum kind)k, 1, 1, 0, 3);
+        check_many((enum kind)k, 61, 2, 1, 10);
+    }
+}
+
+/* Images large enough that rows are skipped and columns cropped by libjpeg. */
+static void test_modes_partial_decode(void **state)
+{
+    int k;
+
+    (void)state;
+    for (k = 0; k < K_COUNT; k++) {
+        check_many((enum kind)k, 389, 277, 0, 25);
+        check_many((enum kind)k, 301, 203, 1, 10);
+    }
+}
+
+static void test_flip_mirrors(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 120, 80, 0, 90);
+    struct sophon_prep_params p = params(7, 9, 100, 60, 33, 17, 0);
+    size_t n = (size_t)sophon_prep_output_size(&p);
+    uint8_t *a = malloc(n), *b = malloc(n);
+    uint32_t x, y;
+
+    (void)state;
+    assert_int_equal(sophon_prep_run(a, n, j.data, j.len, &p, NULL, NULL, 0), 0);
+    p.flip = 1;
+    assert_int_equal(sophon_prep_run(b, n, j.data, j.len, &p, NULL, NULL, 0), 0);
+    for (y = 0; y < p.out_h; y++)
+        for (x = 0; x < p.out_w; x++)
+            assert_memory_equal(a + ((size_t)y * p.out_w + x) * 3,
+                                b + ((size_t)y * p.out_w + p.out_w - 1 - x) * 3, 3);
+    free(a);
+    free(b);
+    free(j.data);
+}
+
+static void test_f32_is_normalized_u8(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_422, 150, 99, 1, 90);
+    struct sophon_prep_params p = params(10, 3, 120, 90, 31, 29, 1);
+    size_t n8, n32;
+    uint8_t *u8, *f32;
+    uint32_t x, y, c;
+
+    (void)state;
+    p.mean[0] = 0.5f;
+    p.std[2] = 0.3f;
+    n8 = (size_t)sophon_prep_output_size(&p);
+    u8 = malloc(n8);
+    assert_int_equal(sophon_prep_run(u8, n8, j.data, j.len, &p, NULL, NULL, 0), 0);
+    p.format = SOPHON_FORMAT_F32;
+    n32 = (size_t)sophon_prep_output_size(&p);
+    assert_int_equal(n32, n8 * 4);
+    f32 = malloc(n32);
+    assert_int_equal(sophon_prep_run(f32, n32, j.data, j.len, &p, NULL, NULL, 0), 0);
+    for (c = 0; c < 3; c++)
+        for (y = 0; y < p.out_h; y++)
+            for (x = 0; x < p.out_w; x++) {
+                float got, want;
+
+                /* CHW planes. */
+                memcpy(&got, f32 + (((size_t)c * p.out_h + y) * p.out_w + x) * 4, 4);
+                want = (u8[((size_t)y * p.out_w + x) * 3 + c] / 255.0 - p.mean[c]) / p.std[c];
+                assert_true(fabsf(got - want) <= 1e-6f * fmaxf(1.0f, fabsf(want)));
+            }
+    free(u8);
+    free(f32);
+    free(j.data);
+}
+
+/* Replaces the first occurrence of a 2-byte marker by another one. */
+static void patch_marker(struct jpeg_buf *j, uint8_t from, uint8_t to)
+{
+    size_t i;
+
+    for (i = 0; i + 1 < j->len; i++) {
+        if (j->data[i] == 0xff && j->data[i + 1] == from) {
+            j->data[i + 1] = to;
+            return;
+        }
+    }
+    fail_msg("marker %02x not found", from);
+}
+
+static void test_errors_params(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 64, 48, 0, 80);
+    struct sophon_prep_params p = params(0, 0, 64, 48, 16, 16, 0);
+    uint8_t out[16 * 16 * 3];
+
+    (void)state;
+    assert_int_equal(run(&j, &p, NULL, 0), 0);
+    assert_int_equal(sophon_prep_run(NULL, sizeof(out), j.data, j.len, &p, NULL, NULL, 0), -EINVAL);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), NULL, j.len, &p, NULL, NULL, 0), -EINVAL);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, NULL, NULL, NULL, 0),
+                     -EINVAL);
+    p = params(0, 0, 0, 48, 16, 16, 0); /* Empty box. */
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p = params(0, 0, 64, 0, 16, 16, 0);
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p = params(1, 0, 64, 48, 16, 16, 0); /* One column outside. */
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p = params(0, 48, 64, 1, 16, 16, 0); /* Starts below the image. */
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p = params(UINT32_MAX, 0, 2, 2, 16, 16, 0); /* x + w overflows 32 bits. */
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p = params(0, 0, 8, 8, 0, 16, 0);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0), -EINVAL);
+    p = params(0, 0, 8, 8, SOPHON_MAX_SIDE + 1, 1, 0);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0), -EINVAL);
+    p = params(0, 0, 8, 8, 16, 16, 0);
+    p.format = 9;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0), -EINVAL);
+    p.format = SOPHON_FORMAT_F32;
+    p.std[1] = 0.0f;
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    p.std[1] = NAN;
+    assert_int_equal(run(&j, &p, NULL, 0), -EINVAL);
+    free(j.data);
+}
+
+static void test_errors_data(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 64, 48, 0, 80);
+    struct jpeg_buf bad;
+    struct sophon_prep_params p = params(0, 0, 64, 48, 16, 16, 0);
+    static const uint8_t junk[] = "this is not a JPEG at all";
+    size_t i;
+
+    (void)state;
+    bad.w = j.w;
+    bad.h = j.h;
+    bad.data = (uint8_t *)junk;
+    bad.len = sizeof(junk);
+    assert_int_equal(run(&bad, &p, NULL, 0), -EBADMSG);
+    bad.len = 0;
+    assert_int_equal(run(&bad, &p, NULL, 0), -EBADMSG);
+    /* Every truncation is refused, even where the box ends before the cut. */
+    bad.data = j.data;
+    for (i = 1; i < j.len; i += 1 + i / 8) {
+        bad.len = i;
+        assert_int_equal(run(&bad, &p, NULL, 0), -EBADMSG);
+    }
+    bad.data = malloc(j.len);
+    assert_non_null(bad.data);
+    memcpy(bad.data, j.data, j.len);
+    bad.len = j.len;
+    /* Corrupt entropy-coded data: libjpeg warns, we refuse. */
+    for (i = j.len - 40; i < j.len - 10; i++)
+        bad.data[i] = (uint8_t)(bad.data[i] ^ 0x5a);
+    assert_int_equal(run(&bad, &p, NULL, 0), -EBADMSG);
+    free(bad.data);
+    free(j.data);
+}
+
+static void test_errors_unsupported(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_444, 32, 32, 0, 80);
+    struct sophon_prep_params p = params(0, 0, 32, 32, 8, 8, 0);
+    struct sophon_probe_info info;
+    size_t i;
+
+    (void)state;
+    /* 12-bit: the SOF0 precision byte follows the marker and the 2-byte length. */
+    for (i = 0; i + 4 < j.len; i++) {
+        if (j.data[i] == 0xff && j.data[i + 1] == 0xc0) {
+            j.data[i + 4] = 12;
+            break;
+        }
+    }
+    assert_int_equal(run(&j, &p, NULL, 0), -EOPNOTSUPP);
+    assert_int_equal(sophon_probe(&info, j.data, j.len, NULL, 0), -EOPNOTSUPP);
+    assert_int_equal(info.bits, 12);
+    assert_int_equal(info.width, 32);
+    free(j.data);
+
+    /* Lossless (SOF3). */
+    j = make_jpeg(K_444, 32, 32, 0, 80);
+    patch_marker(&j, 0xc0, 0xc3);
+    assert_int_equal(run(&j, &p, NULL, 0), -EOPNOTSUPP);
+    free(j.data);
+
+    /* An Adobe APP14 with an unknown colour transform (2 is YCCK, only valid for 4 comps). */
+    j = make_jpeg(K_RGB, 32, 32, 0, 80);
+    for (i = 0; i + 16 < j.len; i++) {
+        if (memcmp(j.data + i, "Adobe", 5) == 0) {
+            j.data[i + 11] = 7;
+            break;
+        }
+    }
+    assert_true(i + 16 < j.len);
+    assert_int_equal(run(&j, &p, NULL, 0), -EOPNOTSUPP);
+    free(j.data);
+}
+
+static void test_limits(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 64, 48, 1, 80);
+    struct sophon_prep_params p = params(0, 0, 64, 48, 16, 16, 0);
+    struct sophon_limits lim = SOPHON_LIMITS_INIT;
+    struct sophon_probe_info info;
+    uint8_t small[4];
+
+    (void)state;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    lim.max_pixels = 64 * 48;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    lim.max_pixels = 64 * 48 - 1;
+    assert_int_equal(run(&j, &p, &lim, 0), -E2BIG);
+    lim.max_pixels = 0; /* Unlimited. */
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+
+    assert_int_equal(sophon_probe(&info, j.data, j.len, NULL, 0), 0);
+    lim.max_scans = info.scans;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    lim.max_scans = info.scans - 1;
+    assert_int_equal(run(&j, &p, &lim, 0), -E2BIG);
+    lim.max_scans = 1000;
+
+    lim.max_output_bytes = 16 * 16 * 3;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    lim.max_output_bytes = 16 * 16 * 3 - 1;
+    assert_int_equal(run(&j, &p, &lim, 0), -EFBIG);
+    lim = (struct sophon_limits)SOPHON_LIMITS_INIT;
+    p.out_w = p.out_h = SOPHON_MAX_SIDE; /* 192 MiB of u8 is over the 64 MiB default. */
+    assert_int_equal(sophon_prep_run(small, sizeof(small), j.data, j.len, &p, &lim, NULL, 0),
+                     -EFBIG);
+    p.out_w = p.out_h = 16;
+    assert_int_equal(run(&j, &p, &lim, 1), -ERANGE);
+    free(j.data);
+
+    /* 6000 rows into 1: the vertical kernel spans 12001 rows of 8192 * 3 bytes, over 256 MiB. */
+    j = make_jpeg(K_GRAY, 8, 6000, 0, 50);
+    p = params(0, 0, 8, 6000, SOPHON_MAX_SIDE, 1, 0);
+    assert_int_equal(run(&j, &p, &lim, 0), -EFBIG);
+    p.out_w = 1024; /* 6001 rows of 3 KiB: fine. */
+    p.out_h = 2;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    free(j.data);
+}
+
+/* A progressive file whose last scan is repeated thousands of times: refused before decoding. */
+static void test_scan_bomb(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 64, 48, 1, 80);
+    struct sophon_prep_params p = params(0, 0, 64, 48, 16, 16, 0);
+    size_t i, last_sos = 0, body, copies = 5000, n;
+    uint8_t *bomb;
+    struct jpeg_buf b;
+
+    (void)state;
+    for (i = 0; i + 1 < j.len; i++)
+        if (j.data[i] == 0xff && j.data[i + 1] == 0xda)
+            last_sos = i;
+    assert_true(last_sos > 0);
+    body = j.len - 2 - last_sos; /* From the last SOS to just before EOI. */
+    n = last_sos + copies * body + 2;
+    bomb = malloc(n);
+    assert_non_null(bomb);
+    memcpy(bomb, j.data, last_sos);
+    for (i = 0; i < copies; i++)
+        memcpy(bomb + last_sos + i * body, j.data + last_sos, body);
+    bomb[n - 2] = 0xff;
+    bomb[n - 1] = 0xd9;
+    b.data = bomb;
+    b.len = n;
+    b.w = j.w;
+    b.h = j.h;
+    assert_int_equal(run(&b, &p, NULL, 0), -E2BIG);
+    free(bomb);
+    free(j.data);
+}
+
+/* A header that declares 64250 x 64250 pixels: refused from the header alone. */
+static void test_header_bomb(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_444, 16, 16, 0, 80);
+    struct sophon_prep_params p = params(0, 0, 16, 16, 8, 8, 0);
+    size_t i;
+
+    (void)state;
+    for (i = 0; i + 8 < j.len; i++) {
+        if (j.data[i] == 0xff && j.data[i + 1] == 0xc0) {
+            j.data[i + 5] = 0xfa; /* height 0xfafa */
+            j.data[i + 6] = 0xfa;
+            j.data[i + 7] = 0xfa; /* width 0xfafa */
+            j.data[i + 8] = 0xfa;
+            break;
+        }
+    }
+    assert_int_equal(run(&j, &p, NULL, 0), -E2BIG);
+    free(j.data);
+}
+
+/* Every allocation of ours that fails gives -ENOMEM, no leak, no crash. */
+static void test_enomem(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_CMYK, 100, 70, 0, 80);
+    struct sophon_prep_params p = params(10, 10, 80, 50, 20, 20, 0);
+    uint8_t out[20 * 20 * 3];
+    long n;
+    int rc, failures = 0;
+
+    (void)state;
+    for (n = 0; n < 100; n++) {
+        allocs_left = n;
+        rc = sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0);
+        allocs_left = -1;
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, -ENOMEM);
+        failures++;
+    }
+    assert_true(failures > 3);
+    assert_true(n < 100);
+    free(j.data);
+}
+
+struct thread_arg {
+    const struct jpeg_buf *j;
+    const uint8_t *want;
+    int ok;
+};
+
+static void *thread_main(void *a)
+{
+    struct thread_arg *t = a;
+    struct sophon_prep_params p = params(3, 5, 200, 100, 50, 40, 1);
+    uint8_t out[50 * 40 * 3];
+    int i;
+
+    t->ok = 1;
+    for (i = 0; i < 20; i++) {
+        if (sophon_prep_run(out, sizeof(out), t->j->data, t->j->len, &p, NULL, NULL, 0) != 0 ||
+            memcmp(out, t->want, sizeof(out)) != 0)
+            t->ok = 0;
+    }
+    return NULL;
+}
+
+/* Reentrancy: concurrent runs give the same bytes as a single run. */
+static void test_threads(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 210, 111, 1, 80);
+    struct sophon_prep_params p = params(3, 5, 200, 100, 50, 40, 1);
+    uint8_t want[50 * 40 * 3];
+    struct thread_arg args[4];
+    pthread_t th[4];
+    int i;
+
+    (void)state;
+    assert_int_equal(sophon_prep_run(want, sizeof(want), j.data, j.len, &p, NULL, NULL, 0), 0);
+    for (i = 0; i < 4; i++) {
+        args[i].j = &j;
+        args[i].want = want;
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_true(args[i].ok);
+    }
+    free(j.data);
+}
+
+/* Fast mode: runs, changes pixels only a little (PSNR against exact > 25 dB). */
+static void test_fast_mode(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 1200, 900, 0, 90);
+    struct sophon_prep_params p = params(17, 33, 1100, 850, 64, 64, 0);
+    uint8_t exact[64 * 64 * 3], fast[64 * 64 * 3];
+    double se = 0, psnr;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(sophon_prep_run(exact, sizeof(exact), j.data, j.len, &p, NULL, NULL, 0), 0);
+    p.fast = 1;
+    assert_int_equal(sophon_prep_run(fast, sizeof(fast), j.data, j.len, &p, NULL, NULL, 0), 0);
+    for (i = 0; i < sizeof(exact); i++)
+        se += (double)(exact[i] - fast[i]) * (exact[i] - fast[i]);
+    psnr = se == 0 ? 99.0 : 10 * log10(255.0 * 255.0 / (se / sizeof(exact)));
+    print_message("fast mode PSNR vs exact: %.1f dB\n", psnr);
+    assert_true(psnr > 25.0);
+    free(j.data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_output_size),
+        cmocka_unit_test(test_probe_modes),
+        cmocka_unit_test(test_modes_small),
+        cmocka_unit_test(test_modes_partial_decode),
+        cmocka_unit_test(test_flip_mirrors),
+        cmocka_unit_test(test_f32_is_normalized_u8),
+        cmocka_unit_test(test_errors_params),
+        cmocka_unit_test(test_errors_data),
+        cmocka_unit_test(test_errors_unsupported),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_scan_bomb),
+        cmocka_unit_test(test_header_bomb),
+        cmocka_unit_test(test_enomem),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_fast_mode),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
