@@ -1,0 +1,463 @@
+/*
+ * records.c - the record set and its sophon-records CSV form.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selector.h"
+#include "selector_internal.h"
+
+struct sophon_records {
+    struct sophon_record *rec;
+    size_t n, cap;
+};
+
+static const char *const stage_names[SOPHON_STAGE_COUNT] = {"stored", "u8", "f32"};
+static const char *const ss_names[] = {"444", "422", "420", "440", "411", "gray", "other"};
+#define SS_COUNT (sizeof(ss_names) / sizeof(ss_names[0]))
+
+const char *sophon_stage_name(int stage)
+{
+    if (stage < 0 || stage >= SOPHON_STAGE_COUNT)
+        return "unknown";
+    return stage_names[stage];
+}
+
+int sophon_records_new(sophon_records **out)
+{
+    if (!out)
+        return -EINVAL;
+    *out = calloc(1, sizeof(**out));
+    return *out ? 0 : -ENOMEM;
+}
+
+void sophon_records_free(sophon_records *set)
+{
+    if (!set)
+        return;
+    for (size_t i = 0; i < set->n; i++)
+        free((char *)set->rec[i].name);
+    free(set->rec);
+    free(set);
+}
+
+size_t sophon_records_count(const sophon_records *set)
+{
+    return set ? set->n : 0;
+}
+
+const struct sophon_record *sophon_records_get(const sophon_records *set, size_t i)
+{
+    if (!set || i >= set->n)
+        return NULL;
+    return &set->rec[i];
+}
+
+static int valid_cpu(double s)
+{
+    return isfinite(s) && s >= 0.0;
+}
+
+int sophon_records_add(sophon_records *set, const struct sophon_record *rec)
+{
+    if (!set || !rec || !rec->name)
+        return -EINVAL;
+    for (const unsigned char *c = (const unsigned char *)rec->name; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            return -EINVAL;
+    if (rec->subsampling >= SS_COUNT || rec->progressive > 1)
+        return -EINVAL;
+    if (rec->stage[SOPHON_STAGE_STORED].bytes != rec->stored_bytes)
+        return -EINVAL;
+    for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
+        if (!valid_cpu(rec->stage[s].storage_cpu_s) || !valid_cpu(rec->stage[s].client_cpu_s))
+            return -EINVAL;
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 64;
+        if (cap > SIZE_MAX / sizeof(*set->rec))
+            return -ENOMEM;
+        struct sophon_record *r = realloc(set->rec, cap * sizeof(*r));
+        if (!r)
+            return -ENOMEM;
+        set->rec = r;
+        set->cap = cap;
+    }
+    size_t len = strlen(rec->name);
+    char *name = malloc(len + 1);
+    if (!name)
+        return -ENOMEM;
+    memcpy(name, rec->name, len + 1);
+    set->rec[set->n] = *rec;
+    set->rec[set->n].name = name;
+    set->n++;
+    return 0;
+}
+
+/* ---- CSV writing ---------------------------------------------------------------------------- */
+
+/* Column order of the files we write; the reader accepts any order. */
+enum col {
+    COL_NAME,
+    COL_STORED_BYTES,
+    COL_WIDTH,
+    COL_HEIGHT,
+    COL_COMPONENTS,
+    COL_SUBSAMPLING,
+    COL_PROGRESSIVE,
+    COL_FIXED, /* then 3 per stage */
+    COL_COUNT = COL_FIXED + 3 * SOPHON_STAGE_COUNT
+};
+
+static const char *const fixed_cols[COL_FIXED] = {
+    "name", "stored_bytes", "width", "height", "components", "subsampling", "progressive",
+};
+static const char *const stage_cols[3] = {"net_bytes", "storage_cpu_s", "client_cpu_s"};
+
+/* Writes the name of column c into buf (size >= 64). */
+static void col_name(char *buf, size_t len, int c)
+{
+    if (c < COL_FIXED)
+        snprintf(buf, len, "%s", fixed_cols[c]);
+    else
+        snprintf(buf, len, "%s_%s", stage_names[(c - COL_FIXED) / 3],
+                 stage_cols[(c - COL_FIXED) % 3]);
+}
+
+static int needs_quotes(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0)
+        return 1; /* an empty name stays distinguishable from a missing field */
+    if (s[0] == ' ' || s[0] == '\t' || s[len - 1] == ' ' || s[len - 1] == '\t')
+        return 1;
+    return strpbrk(s, ",\"") != NULL;
+}
+
+static int write_name(FILE *f, const char *s)
+{
+    if (!needs_quotes(s))
+        return fputs(s, f) < 0 ? -EIO : 0;
+    if (fputc('"', f) == EOF)
+        return -EIO;
+    for (; *s; s++) {
+        if (*s == '"' && fputc('"', f) == EOF)
+            return -EIO;
+        if (fputc(*s, f) == EOF)
+            return -EIO;
+    }
+    return fputc('"', f) == EOF ? -EIO : 0;
+}
+
+int sophon_records_write_csv(const sophon_records *set, FILE *f)
+{
+    char buf[64];
+
+    if (!set || !f)
+        return -EINVAL;
+    for (int c = 0; c < COL_COUNT; c++) {
+        col_name(buf, sizeof(buf), c);
+        if (fprintf(f, "%s%s", c ? "," : "", buf) < 0)
+            return -EIO;
+    }
+    if (fputc('\n', f) == EOF)
+        return -EIO;
+    for (size_t i = 0; i < set->n; i++) {
+        const struct sophon_record *r = &set->rec[i];
+        int rc = write_name(f, r->name);
+        if (rc < 0)
+            return rc;
+        if (fprintf(f, ",%llu,%u,%u,%u,%s,%u", (unsigned long long)r->stored_bytes, r->width,
+                    r->height, r->components, ss_names[r->subsampling], r->progressive) < 0)
+            return -EIO;
+        for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
+            if (fprintf(f, ",%llu,%.17g,%.17g", (unsigned long long)r->stage[s].bytes,
+                        r->stage[s].storage_cpu_s, r->stage[s].client_cpu_s) < 0)
+                return -EIO;
+        if (fputc('\n', f) == EOF)
+            return -EIO;
+    }
+    return fflush(f) == 0 ? 0 : -EIO;
+}
+
+/* ---- CSV reading ---------------------------------------------------------------------------- */
+
+void sophon__errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int sophon__parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9') /* no sign, no blanks */
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int sophon__parse_seconds(const char *s, double *out)
+{
+    char *end;
+    if (!((*s >= '0' && *s <= '9') || *s == '.'))
+        return -EINVAL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE && v != 0.0)
+        return -EINVAL;
+    if (*end || !valid_cpu(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+/*
+ * Splits line (modified in place) into at most max fields at commas, honouring double quotes
+ * ("" is a quote inside a quoted field). Returns the number of fields, or -1 with a reason.
+ */
+static int split_csv(char *line, char **field, int max, const char **why)
+{
+    int n = 0;
+    char *p = line;
+
+    for (;;) {
+        if (n == max) {
+            *why = "too many fields";
+            return -1;
+        }
+        if (*p == '"') {
+            char *w = ++p;
+            field[n++] = w;
+            for (;;) {
+                if (*p == '\0') {
+                    *why = "unterminated quote";
+                    return -1;
+                }
+                if (*p == '"') {
+                    if (p[1] == '"') {
+                        *w++ = '"';
+                        p += 2;
+                        continue;
+                    }
+                    p++;
+                    break;
+                }
+                *w++ = *p++;
+            }
+            *w = '\0';
+            if (*p != ',' && *p != '\0') {
+                *why = "text after a closing quote";
+                return -1;
+            }
+        } else {
+            field[n++] = p;
+            while (*p && *p != ',') {
+                if (*p == '"') {
+                    *why = "quote inside an unquoted field";
+                    return -1;
+                }
+                p++;
+            }
+        }
+        if (*p == '\0')
+            return n;
+        *p++ = '\0';
+    }
+}
+
+/* Strips a trailing "\n" or "\r\n". */
+void sophon__chomp(char *line)
+{
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\n')
+        line[--len] = '\0';
+    if (len && line[len - 1] == '\r')
+        line[--len] = '\0';
+}
+
+static int parse_header(char *line, int *map, char *err, size_t errlen)
+{
+    char *field[COL_COUNT + 1];
+    const char *why = NULL;
+    char buf[64];
+    int seen[COL_COUNT] = {0};
+
+    int n = split_csv(line, field, COL_COUNT + 1, &why);
+    if (n < 0) {
+        sophon__errf(err, errlen, "line 1: header: %s", why);
+        return -EBADMSG;
+    }
+    if (n != COL_COUNT) {
+        sophon__errf(err, errlen, "line 1: header has %d columns, expected %d", n, COL_COUNT);
+        return -EBADMSG;
+    }
+    for (int i = 0; i < n; i++) {
+        int c;
+        for (c = 0; c < COL_COUNT; c++) {
+            col_name(buf, sizeof(buf), c);
+            if (strcmp(buf, field[i]) == 0)
+                break;
+        }
+        if (c == COL_COUNT) {
+            sophon__errf(err, errlen, "line 1: unknown column '%.40s'", field[i]);
+            return -EBADMSG;
+        }
+        if (seen[c]++) {
+            sophon__errf(err, errlen, "line 1: column '%.40s' twice", field[i]);
+            return -EBADMSG;
+        }
+        map[i] = c;
+    }
+    return 0;
+}
+
+static int parse_row(char *line, const int *map, struct sophon_record *r, const char **why)
+{
+    char *field[COL_COUNT + 1];
+    uint64_t v;
+
+    int n = split_csv(line, field, COL_COUNT + 1, why);
+    if (n < 0)
+        return -1;
+    if (n != COL_COUNT) {
+        *why = "wrong number of fields";
+        return -1;
+    }
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < n; i++) {
+        const char *f = field[i];
+        int c = map[i];
+        int bad = 0;
+        switch (c) {
+        case COL_NAME:
+            r->name = f;
+            break;
+        case COL_STORED_BYTES:
+            bad = sophon__parse_u64(f, UINT64_MAX, &r->stored_bytes);
+            break;
+        case COL_WIDTH:
+        case COL_HEIGHT:
+            bad = sophon__parse_u64(f, UINT32_MAX, &v);
+            if (c == COL_WIDTH)
+                r->width = (uint32_t)v;
+            else
+                r->height = (uint32_t)v;
+            break;
+        case COL_COMPONENTS:
+            bad = sophon__parse_u64(f, 4, &v);
+            r->components = (uint8_t)v;
+            break;
+        case COL_PROGRESSIVE:
+            bad = sophon__parse_u64(f, 1, &v);
+            r->progressive = (uint8_t)v;
+            break;
+        case COL_SUBSAMPLING: {
+            size_t k;
+            for (k = 0; k < SS_COUNT; k++)
+                if (strcmp(f, ss_names[k]) == 0)
+                    break;
+            bad = k == SS_COUNT;
+            r->subsampling = (uint8_t)k;
+            break;
+        }
+        default: {
+            struct sophon_stage_cost *sc = &r->stage[(c - COL_FIXED) / 3];
+            switch ((c - COL_FIXED) % 3) {
+            case 0:
+                bad = sophon__parse_u64(f, UINT64_MAX, &sc->bytes);
+                break;
+            case 1:
+                bad = sophon__parse_seconds(f, &sc->storage_cpu_s);
+                break;
+            default:
+                bad = sophon__parse_seconds(f, &sc->client_cpu_s);
+                break;
+            }
+        }
+        }
+        if (bad) {
+            *why = "bad value";
+            return -(i + 2); /* field index + 2 so that 0 and -1 stay distinct */
+        }
+    }
+    return 0;
+}
+
+int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t errlen)
+{
+    sophon_records *set = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    size_t lineno = 0;
+    int map[COL_COUNT];
+    char colbuf[64];
+    int rc;
+
+    if (!out || !f)
+        return -EINVAL;
+    *out = NULL;
+    rc = sophon_records_new(&set);
+    if (rc < 0)
+        goto done;
+    errno = 0;
+    if (getline(&line, &cap, f) < 0) {
+        rc = ferror(f) ? -EIO : -EBADMSG;
+        sophon__errf(err, errlen, "line 1: %s", rc == -EIO ? "read error" : "no header");
+        goto done;
+    }
+    lineno = 1;
+    sophon__chomp(line);
+    rc = parse_header(line, map, err, errlen);
+    if (rc < 0)
+        goto done;
+    for (;;) {
+        struct sophon_record r;
+        const char *why = NULL;
+        if (getline(&line, &cap, f) < 0)
+            break;
+        lineno++;
+        sophon__chomp(line);
+        int prc = parse_row(line, map, &r, &why);
+        if (prc < -1) {
+            col_name(colbuf, sizeof(colbuf), map[-prc - 2]);
+            sophon__errf(err, errlen, "line %zu: %s in column %s", lineno, why, colbuf);
+            rc = -EBADMSG;
+            goto done;
+        }
+        if (prc < 0) {
+            sophon__errf(err, errlen, "line %zu: %s", lineno, why);
+            rc = -EBADMSG;
+            goto done;
+        }
+        rc = sophon_records_add(set, &r);
+        if (rc == -EINVAL) {
+            sophon__errf(err, errlen, "line %zu: inconsistent record '%.40s'", lineno, r.name);
+            rc = -EBADMSG;
+        }
+        if (rc < 0)
+            goto done;
+    }
+    if (ferror(f)) {
+        sophon__errf(err, errlen, "line %zu: read error", lineno + 1);
+        rc = -EIO;
+        goto done;
+    }
+    *out = set;
+    set = NULL;
+    rc = 0;
+done:
+    free(line);
+    sophon_records_free(set);
+    return rc;
+}

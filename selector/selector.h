@@ -1,0 +1,259 @@
+/*
+ * selector.h - per-object offload decisions from records, under budgets.
+ *
+ * Pure computation: no librados, no Ceph, no JPEG decoding. The client reads a dataset's records
+ * (one per object), describes the machines it trains on (a budget) and asks for a plan: for each
+ * object, the stage at which the OSD stops the pipeline and hands the sample to the network.
+ *
+ * Stages form a ladder; the OSD runs a prefix of the pipeline and the client the rest:
+ *     STORED  the OSD reads the object and sends it as stored (no OSD CPU);
+ *     U8      the OSD decodes, crops, resizes and flips: 224x224x3 bytes + a 48-byte header;
+ *     F32     the OSD also normalizes: a 3x224x224 float tensor + a 48-byte header.
+ * The list is open: stages are indexed by enum sophon_stage up to SOPHON_STAGE_COUNT, in ladder
+ * order (a later stage is further down the pipeline), and every array over stages uses it.
+ *
+ * A model of an epoch (DESIGN.md, "Records and the decision"), for a plan choosing stage s_i:
+ *     net     = sum_i bytes(i, s_i) / bandwidth
+ *     storage = sum_i storage_cpu(i, s_i) / (storage_cores * storage_speed)
+ *     client  = sum_i client_cpu(i, s_i) / client_cores
+ *     gpu     = n / gpu_rate                     (0 when the rate is 0, "unlimited")
+ *     epoch   = max(net, storage, client, gpu)
+ * A resource with infinite capacity takes no time; one with zero capacity takes no time when
+ * nothing uses it and is impossible (an infinite time) otherwise.
+ *
+ * Errors: every int-returning function returns 0 or a negative errno: -EINVAL bad arguments or
+ * budgets, -ENOMEM allocation failure, -EBADMSG malformed input file (with a one-line message
+ * naming the line in err when err != NULL and errlen > 0), -EIO a read or write error.
+ * Nothing here keeps global mutable state; distinct objects may be used from distinct threads.
+ */
+#ifndef SOPHON_SELECTOR_H
+#define SOPHON_SELECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where the OSD stops the pipeline, in ladder order. */
+enum sophon_stage {
+    SOPHON_STAGE_STORED = 0, /* the object as stored */
+    SOPHON_STAGE_U8 = 1,     /* resized 224x224x3 u8 sample */
+    SOPHON_STAGE_F32 = 2,    /* normalized float32 tensor */
+    SOPHON_STAGE_COUNT
+};
+
+/* Bytes on the wire of the OSD's stages, for 224x224 outputs: payload + response header. */
+#define SOPHON_SEL_HEADER_BYTES 48u
+#define SOPHON_SEL_U8_BYTES     (224u * 224u * 3u + SOPHON_SEL_HEADER_BYTES)      /* 150,576 */
+#define SOPHON_SEL_F32_BYTES    (224u * 224u * 3u * 4u + SOPHON_SEL_HEADER_BYTES) /* 602,160 */
+
+/* The format the training loop consumes. With U8, the F32 stage is not a valid choice. */
+enum sophon_final_format {
+    SOPHON_FINAL_U8 = 0,
+    SOPHON_FINAL_F32 = 1,
+};
+
+/*
+ * The cost of stopping at one stage. CPU seconds are measured on (or modelled for) one reference
+ * core. client_cpu_s is the client's work to finish the sample *as float32* (the longest ladder);
+ * for a u8 final format the planner subtracts the U8 stage's client_cpu_s (the u8 -> f32 tail,
+ * common to every stage up to U8) and clamps at 0.
+ */
+struct sophon_stage_cost {
+    uint64_t bytes;       /* on the network, headers included; 0 = stage unavailable */
+    double storage_cpu_s; /* OSD CPU seconds to produce this stage from the stored object */
+    double client_cpu_s;  /* client CPU seconds to finish the f32 sample from this stage */
+};
+
+/* What is known of one object. Subsampling uses the codes of prep.h's enum sophon_subsampling
+ * (0 = 444, 1 = 422, 2 = 420, 3 = 440, 4 = 411, 5 = gray, 6 = other). */
+struct sophon_record {
+    const char *name; /* owned by the record set that holds the record */
+    uint64_t stored_bytes;
+    uint32_t width, height;
+    uint8_t components;
+    uint8_t subsampling;
+    uint8_t progressive;
+    struct sophon_stage_cost stage[SOPHON_STAGE_COUNT];
+};
+
+/* Static name of a stage ("stored", "u8", "f32"), "unknown" when out of range. */
+const char *sophon_stage_name(int stage);
+
+/* ---- record sets ---------------------------------------------------------------------------- */
+
+/* An ordered set of records; the index of a record is its position. Opaque. */
+typedef struct sophon_records sophon_records;
+
+/* Creates an empty set in *out. Returns 0, -EINVAL (out NULL), -ENOMEM. */
+int sophon_records_new(sophon_records **out);
+
+/* Frees the set, its records and their names. NULL is a no-op. */
+void sophon_records_free(sophon_records *set);
+
+/*
+ * Appends a copy of *rec (the name is copied into the set; rec->name may be freed after).
+ * Returns 0, -EINVAL (NULL, a name with a control character, subsampling > 6, progressive > 1,
+ * a negative or non-finite CPU time, or a STORED stage whose bytes differ from stored_bytes),
+ * -ENOMEM.
+ */
+int sophon_records_add(sophon_records *set, const struct sophon_record *rec);
+
+/* Number of records (0 for NULL). */
+size_t sophon_records_count(const sophon_records *set);
+
+/* Record i, or NULL when out of range. The pointer stays valid until the next add or free. */
+const struct sophon_record *sophon_records_get(const sophon_records *set, size_t i);
+
+/*
+ * sophon-records CSV. The first line names the columns:
+ *     name,stored_bytes,width,height,components,subsampling,progressive,
+ *     stored_net_bytes,stored_storage_cpu_s,stored_client_cpu_s,u8_net_bytes,...,f32_client_cpu_s
+ * (per stage: <stage>_net_bytes, <stage>_storage_cpu_s, <stage>_client_cpu_s). Columns may come in
+ * any order but each must appear exactly once. Names holding a comma, a quote or leading or
+ * trailing blanks are quoted ("a,b" and "say ""hi"""); subsampling is written by name ("420").
+ * CPU times are written with 17 significant digits, so a round trip is exact.
+ */
+int sophon_records_write_csv(const sophon_records *set, FILE *f);
+
+/*
+ * Reads a sophon-records CSV into a new set in *out (owned by the caller, free it with
+ * sophon_records_free). Any malformed line (wrong field count, a number that does not parse or
+ * is out of range, a bad quote, an unknown column) fails the whole read with -EBADMSG and a
+ * message "line N: ..." in err. Returns 0, -EINVAL, -EBADMSG, -ENOMEM, -EIO.
+ */
+int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t errlen);
+
+/* ---- cost model ----------------------------------------------------------------------------- */
+
+/*
+ * CPU seconds of the pipeline on one reference core, as a function of what a record knows:
+ *     decode+crop+resize+flip (u8) = a + b * pixels + c * stored_bytes
+ *                                    + d * pixels * progressive + e * pixels * (subsampling 444)
+ *     u8 -> f32 (ToTensor + Normalize) = normalize_s
+ * The expectation is over RandomResizedCrop boxes (the pipeline decodes only the rows and
+ * columns a crop needs). SOPHON_COST_MODEL_INIT holds constants fitted on this machine; see
+ * cost_model.c for the command that produced them.
+ */
+struct sophon_cost_model {
+    unsigned version; /* SOPHON_COST_MODEL_VERSION */
+    double a_s, per_pixel_s, per_byte_s, per_progressive_pixel_s, per_444_pixel_s;
+    double normalize_s;
+};
+
+#define SOPHON_COST_MODEL_VERSION 1
+extern const struct sophon_cost_model sophon_cost_model_default;
+
+/*
+ * Fills rec->stage[] from rec's stored_bytes, width, height, progressive and subsampling with
+ * model (NULL = sophon_cost_model_default): STORED = (stored bytes, 0 OSD CPU, decode + normalize
+ * on the client), U8 = (SOPHON_SEL_U8_BYTES, decode, normalize), F32 = (SOPHON_SEL_F32_BYTES,
+ * decode + normalize, 0). Returns 0 or -EINVAL.
+ */
+int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_model *model);
+
+/* Predicted decode+crop+resize CPU seconds (the u8 pipeline) of rec under model (NULL = default).
+ */
+double sophon_cost_model_decode_s(const struct sophon_record *rec,
+                                  const struct sophon_cost_model *model);
+
+/*
+ * Reads the SOPHON paper's OpenImages profile (data/openimages-40k-prep-sizes.csv: semicolon-
+ * separated, header "index;raw;decoding;original_shape;...", shape "(w, h)") into a new set in
+ * *out. Names are the decimal index; components 3, subsampling 420 and baseline coding are
+ * assumed (the profile does not say); stage costs come from sophon_cost_model_fill(model).
+ * Returns 0, -EINVAL, -EBADMSG ("line N: ..." in err), -ENOMEM, -EIO.
+ */
+int sophon_records_import_openimages(sophon_records **out, FILE *f,
+                                     const struct sophon_cost_model *model, char *err,
+                                     size_t errlen);
+
+/* ---- budgets and plans ---------------------------------------------------------------------- */
+
+enum sophon_policy {
+    SOPHON_POLICY_NONE = 0,      /* every object as stored */
+    SOPHON_POLICY_ALL = 1,       /* the last valid stage (F32 for a f32 final format) */
+    SOPHON_POLICY_RESIZE = 2,    /* every object at U8 */
+    SOPHON_POLICY_SOPHON = 3,    /* the SOPHON paper's greedy rule (see plan.c) */
+    SOPHON_POLICY_SELECTIVE = 4, /* minimizes the modelled epoch time (see selective.c) */
+    SOPHON_POLICY_ORACLE = 5,    /* fewest bytes per object, CPU ignored */
+    SOPHON_POLICY_COUNT
+};
+
+/* Static name of a policy ("none", "all", "resize", "sophon", "selective", "oracle"). */
+const char *sophon_policy_name(int policy);
+
+/*
+ * The machines of one training job. Capacities may be INFINITY (unlimited); cores may be 0 (then
+ * no stage that needs them is possible). bandwidth_Bps must be finite and > 0.
+ */
+struct sophon_budget {
+    unsigned version;         /* SOPHON_BUDGET_VERSION */
+    double bandwidth_Bps;     /* storage -> client network, bytes per second */
+    double storage_cores;     /* OSD cores available for offload, all OSDs together */
+    double storage_speed;     /* an OSD core's speed relative to the reference core (> 0) */
+    double client_cores;      /* client cores preparing samples */
+    double gpu_samples_per_s; /* training throughput; 0 = unlimited */
+    int final_format;         /* enum sophon_final_format */
+    int policy;               /* enum sophon_policy */
+};
+
+#define SOPHON_BUDGET_VERSION 1
+#define SOPHON_BUDGET_INIT                                                                         \
+    {                                                                                              \
+        SOPHON_BUDGET_VERSION, 500e6 / 8, 8, 1.0, 32, 0, SOPHON_FINAL_F32, SOPHON_POLICY_SELECTIVE \
+    }
+
+/*
+ * A plan: per object its stage and predicted costs, and the modelled epoch. All arrays hold n
+ * entries, owned by the plan; free it with sophon_plan_free.
+ */
+struct sophon_plan {
+    size_t n;
+    int policy;            /* the policy asked for */
+    uint8_t *stage;        /* enum sophon_stage per object */
+    uint64_t *bytes;       /* per object, on the network */
+    double *storage_cpu_s; /* per object, reference-core seconds */
+    double *client_cpu_s;  /* per object, for the budget's final format */
+    uint64_t total_bytes;
+    double total_storage_cpu_s, total_client_cpu_s;
+    double net_s, storage_s, client_s, gpu_s; /* modelled times; INFINITY when impossible */
+    double epoch_s;                           /* max of the four */
+    size_t offloaded;                         /* objects not at STORED */
+    /* Selective only (0 otherwise): */
+    double lower_bound_s;    /* no plan has a smaller epoch_s (the LP relaxation's dual bound) */
+    double rounding_bound_s; /* proven: epoch_s <= lp_s + rounding_bound_s (see selective.c) */
+    double lp_s;             /* the LP relaxation's value (upper side, >= lower_bound_s) */
+    size_t fractional;       /* samples split by the LP's basic solution (<= 3) */
+    unsigned iterations;     /* column generation rounds */
+    int chosen_from;         /* the policy whose plan was kept (selective keeps the best) */
+};
+
+/*
+ * Plans every record of set under budget. Deterministic: the same records and budget give the
+ * same plan, bit for bit. *out is allocated; free it with sophon_plan_free.
+ * Returns 0, -EINVAL (NULL, empty set, bad budget, a policy not valid for the final format, or
+ * an object that no possible stage can serve), -ENOMEM.
+ */
+int sophon_plan_make(struct sophon_plan **out, const sophon_records *set,
+                     const struct sophon_budget *budget);
+
+/*
+ * Evaluates a given stage choice (stage[i] for record i) under budget into a new plan, as
+ * sophon_plan_make does for its own choices. Returns 0, -EINVAL (a stage out of range or
+ * invalid for the final format), -ENOMEM. Impossible choices give INFINITY times.
+ */
+int sophon_plan_evaluate(struct sophon_plan **out, const sophon_records *set,
+                         const struct sophon_budget *budget, const uint8_t *stage);
+
+/* Frees a plan and its arrays. NULL is a no-op. */
+void sophon_plan_free(struct sophon_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOPHON_SELECTOR_H */

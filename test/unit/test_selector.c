@@ -1,0 +1,583 @@
+/*
+ * test_selector.c - records, CSV, the OpenImages importer and the offload policies.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "selector.h"
+
+#define S SOPHON_STAGE_COUNT
+
+/* A small deterministic generator (xorshift64*), so failures reproduce. */
+static uint64_t rng_state;
+
+static double urand(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static double uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * urand();
+}
+
+/* A record with random but plausible costs: the ladder's shape, random magnitudes. */
+static void random_record(struct sophon_record *r, char *name, size_t len, size_t i)
+{
+    snprintf(name, len, "r%zu", i);
+    memset(r, 0, sizeof(*r));
+    r->name = name;
+    r->stored_bytes = (uint64_t)uniform(20e3, 900e3);
+    r->width = 1024;
+    r->height = 768;
+    r->components = 3;
+    r->subsampling = 2;
+    double dec = uniform(1e-3, 20e-3), norm = uniform(0.1e-3, 2e-3);
+    r->stage[SOPHON_STAGE_STORED] = (struct sophon_stage_cost){r->stored_bytes, 0, dec + norm};
+    r->stage[SOPHON_STAGE_U8] = (struct sophon_stage_cost){SOPHON_SEL_U8_BYTES, dec, norm};
+    r->stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){SOPHON_SEL_F32_BYTES, dec + norm, 0};
+}
+
+static sophon_records *random_set(size_t n)
+{
+    sophon_records *set;
+    char name[32];
+    assert_int_equal(sophon_records_new(&set), 0);
+    for (size_t i = 0; i < n; i++) {
+        struct sophon_record r;
+        random_record(&r, name, sizeof(name), i);
+        assert_int_equal(sophon_records_add(set, &r), 0);
+    }
+    return set;
+}
+
+/* A budget where network, storage and client are all of the same order for this set. */
+static struct sophon_budget random_budget(const sophon_records *set)
+{
+    struct sophon_budget b = SOPHON_BUDGET_INIT;
+    double bytes = 0, cpu = 0;
+    for (size_t i = 0; i < sophon_records_count(set); i++) {
+        const struct sophon_record *r = sophon_records_get(set, i);
+        bytes += (double)r->stored_bytes;
+        cpu += r->stage[SOPHON_STAGE_U8].storage_cpu_s;
+    }
+    double t = cpu * uniform(0.3, 1.5); /* the epoch's scale */
+    b.bandwidth_Bps = bytes / (t * uniform(0.5, 3.0));
+    b.storage_cores = uniform(0.2, 2.0);
+    b.client_cores = uniform(0.2, 2.0);
+    b.final_format = urand() < 0.7 ? SOPHON_FINAL_F32 : SOPHON_FINAL_U8;
+    return b;
+}
+
+static struct sophon_plan *plan(const sophon_records *set, const struct sophon_budget *b0,
+                                int policy)
+{
+    struct sophon_budget b = *b0;
+    struct sophon_plan *pl = NULL;
+    b.policy = policy;
+    assert_int_equal(sophon_plan_make(&pl, set, &b), 0);
+    assert_non_null(pl);
+    return pl;
+}
+
+/* ---- records and CSV ------------------------------------------------------------------------ */
+
+static void records_basics(void **state)
+{
+    (void)state;
+    sophon_records *set;
+    struct sophon_record r;
+    char name[32];
+
+    sophon_records_free(NULL);
+    assert_int_equal(sophon_records_new(NULL), -EINVAL);
+    assert_int_equal(sophon_records_new(&set), 0);
+    assert_int_equal(sophon_records_count(set), 0);
+    assert_null(sophon_records_get(set, 0));
+    random_record(&r, name, sizeof(name), 7);
+    assert_int_equal(sophon_records_add(set, &r), 0);
+    name[0] = 'X'; /* the set owns a copy */
+    assert_string_equal(sophon_records_get(set, 0)->name, "r7");
+    r.stage[SOPHON_STAGE_STORED].bytes++;
+    assert_int_equal(sophon_records_add(set, &r), -EINVAL);
+    r.stage[SOPHON_STAGE_STORED].bytes--;
+    r.stage[SOPHON_STAGE_U8].storage_cpu_s = -1;
+    assert_int_equal(sophon_records_add(set, &r), -EINVAL);
+    r.stage[SOPHON_STAGE_U8].storage_cpu_s = NAN;
+    assert_int_equal(sophon_records_add(set, &r), -EINVAL);
+    r.stage[SOPHON_STAGE_U8].storage_cpu_s = 0.001;
+    r.name = "a\nb";
+    assert_int_equal(sophon_records_add(set, &r), -EINVAL);
+    assert_int_equal(sophon_records_count(set), 1);
+    sophon_records_free(set);
+}
+
+static void csv_roundtrip(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"plain",  "with,comma", "say \"hi\"", " lead",
+                                        "trail ", "",           "\"",         "a,\"b\",c"};
+    sophon_records *set, *back = NULL;
+    char err[128] = "";
+    char name[32];
+
+    rng_state = 42;
+    assert_int_equal(sophon_records_new(&set), 0);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct sophon_record r;
+        random_record(&r, name, sizeof(name), i);
+        r.name = names[i];
+        r.progressive = (uint8_t)(i & 1);
+        r.subsampling = (uint8_t)(i % 7);
+        r.stage[SOPHON_STAGE_U8].storage_cpu_s = 1.0 / 3.0 + (double)i * 1e-17;
+        assert_int_equal(sophon_records_add(set, &r), 0);
+    }
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(sophon_records_write_csv(set, f), 0);
+    rewind(f);
+    assert_int_equal(sophon_records_read_csv(&back, f, err, sizeof(err)), 0);
+    fclose(f);
+    assert_int_equal(sophon_records_count(back), sophon_records_count(set));
+    for (size_t i = 0; i < sophon_records_count(set); i++) {
+        const struct sophon_record *a = sophon_records_get(set, i),
+                                   *b = sophon_records_get(back, i);
+        assert_string_equal(a->name, b->name);
+        assert_true(a->stored_bytes == b->stored_bytes && a->width == b->width &&
+                    a->height == b->height && a->components == b->components &&
+                    a->subsampling == b->subsampling && a->progressive == b->progressive);
+        for (int s = 0; s < S; s++) {
+            assert_true(a->stage[s].bytes == b->stage[s].bytes);
+            assert_true(a->stage[s].storage_cpu_s == b->stage[s].storage_cpu_s);
+            assert_true(a->stage[s].client_cpu_s == b->stage[s].client_cpu_s);
+        }
+    }
+    sophon_records_free(back);
+    sophon_records_free(set);
+}
+
+#define HDR                                                                                        \
+    "name,stored_bytes,width,height,components,subsampling,progressive,stored_net_bytes,"          \
+    "stored_storage_cpu_s,stored_client_cpu_s,u8_net_bytes,u8_storage_cpu_s,u8_client_cpu_s,"      \
+    "f32_net_bytes,f32_storage_cpu_s,f32_client_cpu_s\n"
+#define ROW "a,1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n"
+
+static void csv_refuses_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *line;
+    } cases[] = {
+        {"", "line 1:"},
+        {"name,stored_bytes\n" ROW, "line 1:"},
+        {HDR ROW "a,1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5\n", "line 3:"},
+        {HDR "a,1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0,9\n", "line 2:"},
+        {HDR ROW ROW "a,10x0,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 4:"},
+        {HDR "a,1000,10,10,3,420,0,1000,0,-0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,1000,10,10,3,420,0,1000,0,nan,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,1000,10,10,3,421,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,1000,10,10,3,420,2,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,1000,99999999999,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR ROW "\"a,1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 3:"},
+        {HDR "\"a\"b,1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,1001,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a,,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+        {HDR "a, 1000,10,10,3,420,0,1000,0,0.5,150576,0.4,0.1,602160,0.5,0\n", "line 2:"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        sophon_records *set = (sophon_records *)&set; /* must be reset to NULL */
+        char err[128] = "";
+        FILE *f = fmemopen((void *)cases[k].text, strlen(cases[k].text) + 1, "r");
+        if (cases[k].text[0] == '\0') {
+            fclose(f);
+            f = tmpfile();
+        }
+        assert_non_null(f);
+        int rc = sophon_records_read_csv(&set, f, err, sizeof(err));
+        fclose(f);
+        if (rc != -EBADMSG || strncmp(err, cases[k].line, strlen(cases[k].line)) != 0)
+            fail_msg("case %zu: rc %d, err '%s', expected '%s'", k, rc, err, cases[k].line);
+        assert_null(set);
+    }
+    /* The well-formed version of the same rows is accepted. */
+    static const char good[] = HDR ROW ROW;
+    sophon_records *set = NULL;
+    FILE *f = fmemopen((void *)good, sizeof(good) - 1, "r");
+    assert_int_equal(sophon_records_read_csv(&set, f, NULL, 0), 0);
+    fclose(f);
+    assert_int_equal(sophon_records_count(set), 2);
+    sophon_records_free(set);
+}
+
+/* ---- OpenImages ----------------------------------------------------------------------------- */
+
+static sophon_records *openimages(void)
+{
+    sophon_records *set = NULL;
+    char err[128] = "";
+    FILE *f = fopen(SOPHON_OPENIMAGES_CSV, "r");
+    if (!f)
+        fail_msg("cannot open %s: the OpenImages profile belongs in data/", SOPHON_OPENIMAGES_CSV);
+    int rc = sophon_records_import_openimages(&set, f, NULL, err, sizeof(err));
+    fclose(f);
+    if (rc < 0)
+        fail_msg("import: %d %s", rc, err);
+    return set;
+}
+
+static void openimages_import(void **state)
+{
+    (void)state;
+    sophon_records *set = openimages();
+    assert_non_null(set);
+    assert_int_equal(sophon_records_count(set), 40000);
+    const struct sophon_record *r = sophon_records_get(set, 0);
+    assert_string_equal(r->name, "0");
+    assert_int_equal(r->stored_bytes, 462687);
+    assert_int_equal(r->width, 1024);
+    assert_int_equal(r->height, 614);
+    assert_int_equal(r->stage[SOPHON_STAGE_U8].bytes, 150576);
+    assert_true(r->stage[SOPHON_STAGE_U8].storage_cpu_s > 0);
+    sophon_records_free(set);
+
+    static const char bad[] = "index;raw;decoding;original_shape;RandomResizedCrop;\n"
+                              "0;462687;1886241;(1024, 614);150561;150561;602145;602145;\n"
+                              "1;395615;2359329;(1024 768);150561;150561;602145;602145;\n";
+    char err[128] = "";
+    FILE *f = fmemopen((void *)bad, sizeof(bad) - 1, "r");
+    set = NULL;
+    assert_int_equal(sophon_records_import_openimages(&set, f, NULL, err, sizeof(err)), -EBADMSG);
+    fclose(f);
+    assert_null(set);
+    assert_memory_equal(err, "line 3:", 7);
+}
+
+/*
+ * Facts of the data (data/README.md): stored 12.68 GB; the per-sample minimum of the stored
+ * size and the u8 sample is 5.56 GB, 2.28x less. With our 48-byte response header the minimum
+ * is sum min(raw, 150,576) = 5,558,856,468 B; without any header (min(raw, 150,528)) it is
+ * 5,557,410,072 B and with the profile's 33 bytes of Python overhead 5,558,404,503 B: all
+ * three conventions round to 5.56 GB and 2.28x. We send headers, so we count them.
+ */
+static void openimages_ample_storage_sends_oracle_bytes(void **state)
+{
+    (void)state;
+    sophon_records *set = openimages();
+    assert_non_null(set);
+    struct sophon_budget b = SOPHON_BUDGET_INIT;
+    b.bandwidth_Bps = 500e6 / 8;
+    b.storage_cores = 1e6; /* ample */
+    b.client_cores = 32;
+    uint64_t min_sum = 0;
+    for (size_t i = 0; i < sophon_records_count(set); i++) {
+        uint64_t raw = sophon_records_get(set, i)->stored_bytes;
+        min_sum += raw < SOPHON_SEL_U8_BYTES ? raw : SOPHON_SEL_U8_BYTES;
+    }
+    struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+    struct sophon_plan *orc = plan(set, &b, SOPHON_POLICY_ORACLE);
+    struct sophon_plan *none = plan(set, &b, SOPHON_POLICY_NONE);
+    assert_true(sel->total_bytes == orc->total_bytes);
+    assert_true(sel->total_bytes == min_sum);
+    assert_true(sel->total_bytes == 5558856468ull);
+    assert_int_equal((long)llround((double)sel->total_bytes / 1e7), 556);   /* 5.56 GB */
+    assert_int_equal((long)llround((double)none->total_bytes / 1e7), 1268); /* 12.68 GB */
+    assert_int_equal((long)llround((double)none->total_bytes / (double)sel->total_bytes * 100),
+                     228);
+    assert_true(sel->epoch_s <= orc->epoch_s);
+    sophon_plan_free(sel);
+    sophon_plan_free(orc);
+    sophon_plan_free(none);
+    sophon_records_free(set);
+}
+
+/* On the real profile, under several budgets: selective is never worse than any policy and
+ * stays within its proven bound of the LP. */
+static void openimages_selective_dominates(void **state)
+{
+    (void)state;
+    sophon_records *set = openimages();
+    assert_non_null(set);
+    static const double mbit[] = {500, 500, 500, 10000, 10000};
+    static const double cores[] = {5, 20, 1, 20, 5};
+    for (size_t k = 0; k < sizeof(mbit) / sizeof(mbit[0]); k++) {
+        struct sophon_budget b = SOPHON_BUDGET_INIT;
+        b.bandwidth_Bps = mbit[k] * 1e6 / 8;
+        b.storage_cores = cores[k];
+        b.client_cores = 32;
+        struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+        for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+            struct sophon_plan *o = plan(set, &b, q);
+            assert_true(sel->epoch_s <= o->epoch_s);
+            sophon_plan_free(o);
+        }
+        assert_true(sel->lower_bound_s <= sel->epoch_s * (1 + 1e-12));
+        assert_true(sel->epoch_s <= sel->lp_s + sel->rounding_bound_s + 1e-9 * sel->lp_s);
+        sophon_plan_free(sel);
+    }
+    sophon_records_free(set);
+}
+
+/* ---- against exhaustive search -------------------------------------------------------------- */
+
+static double model_epoch(const sophon_records *set, const struct sophon_budget *b,
+                          const uint8_t *stage)
+{
+    struct sophon_plan *pl;
+    assert_int_equal(sophon_plan_evaluate(&pl, set, b, stage), 0);
+    double e = pl->epoch_s;
+    sophon_plan_free(pl);
+    return e;
+}
+
+/*
+ * The optimum by trying every stage vector. Loads are recomputed from scratch per vector with
+ * the model's formulas (sum of usage / capacity), independently of the library.
+ */
+static double exhaustive(const sophon_records *set, const struct sophon_budget *b,
+                         uint8_t *best_stage)
+{
+    size_t n = sophon_records_count(set);
+    int ns = b->final_format == SOPHON_FINAL_F32 ? 3 : 2;
+    uint8_t st[16] = {0};
+    double best = INFINITY;
+    for (;;) {
+        double bytes = 0, sc = 0, cc = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct sophon_record *r = sophon_records_get(set, i);
+            double c = r->stage[st[i]].client_cpu_s;
+            if (b->final_format == SOPHON_FINAL_U8)
+                c = fmax(0, c - r->stage[SOPHON_STAGE_U8].client_cpu_s);
+            bytes += (double)r->stage[st[i]].bytes;
+            sc += r->stage[st[i]].storage_cpu_s;
+            cc += c;
+        }
+        double t = fmax(bytes / b->bandwidth_Bps,
+                        fmax(sc / (b->storage_cores * b->storage_speed), cc / b->client_cores));
+        if (t < best) {
+            best = t;
+            memcpy(best_stage, st, n);
+        }
+        size_t i;
+        for (i = 0; i < n; i++) {
+            if (++st[i] < ns)
+                break;
+            st[i] = 0;
+        }
+        if (i == n)
+            break;
+    }
+    return best;
+}
+
+static void selective_vs_exhaustive(void **state)
+{
+    (void)state;
+    int exact = 0, total = 0;
+    double worst_rel = 0;
+    rng_state = 20240601;
+    for (int k = 0; k < 240; k++) {
+        size_t n = 1 + (size_t)k % 12;
+        sophon_records *set = random_set(n);
+        struct sophon_budget b = random_budget(set);
+        uint8_t opt_stage[16];
+        double opt = exhaustive(set, &b, opt_stage);
+        struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+        double tol = 1e-9 * opt;
+        /* The model agrees with the exhaustive search's own arithmetic. */
+        assert_true(fabs(model_epoch(set, &b, opt_stage) - opt) <= tol);
+        /* Nothing beats the optimum; the LP bound is a lower bound. */
+        assert_true(sel->epoch_s >= opt - tol);
+        assert_true(sel->lower_bound_s <= opt + tol);
+        /* The proven bound: T_sel <= T_LP + max_r Delta_r, and Delta_r <= 3 objects' worth. */
+        assert_true(sel->fractional <= 3);
+        assert_true(sel->epoch_s <= sel->lp_s + sel->rounding_bound_s + tol);
+        assert_true(sel->lp_s <= opt * (1 + 2e-9) + tol);
+        total++;
+        exact += sel->epoch_s <= opt + tol;
+        worst_rel = fmax(worst_rel, sel->epoch_s / opt - 1);
+        sophon_plan_free(sel);
+        sophon_records_free(set);
+    }
+    print_message("selective: exactly optimal on %d of %d random instances (n <= 12), worst "
+                  "+%.3g%%\n",
+                  exact, total, worst_rel * 100);
+    assert_true(exact >= total / 2); /* the bound is the guarantee; this guards regressions */
+}
+
+/* ---- properties ----------------------------------------------------------------------------- */
+
+static void more_bandwidth_never_slower(void **state)
+{
+    (void)state;
+    rng_state = 7;
+    for (int k = 0; k < 20; k++) {
+        sophon_records *set = random_set(200);
+        struct sophon_budget b = random_budget(set);
+        double prev = INFINITY, prev_none = INFINITY;
+        for (int step = 0; step < 12; step++) {
+            struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+            struct sophon_plan *none = plan(set, &b, SOPHON_POLICY_NONE);
+            /* T_sel(bw') <= T_OPT(bw') + bound <= T_OPT(bw) + bound <= T_sel(bw) + bound. */
+            assert_true(sel->epoch_s <= prev * (1 + 2e-9) + sel->rounding_bound_s);
+            assert_true(none->epoch_s <= prev_none);
+            prev = sel->epoch_s;
+            prev_none = none->epoch_s;
+            sophon_plan_free(sel);
+            sophon_plan_free(none);
+            b.bandwidth_Bps *= 1.3;
+        }
+        sophon_records_free(set);
+    }
+}
+
+static void zero_storage_cores_offload_nothing(void **state)
+{
+    (void)state;
+    rng_state = 11;
+    sophon_records *set = random_set(300);
+    struct sophon_budget b = random_budget(set);
+    b.storage_cores = 0;
+    b.bandwidth_Bps *= 0.01; /* the network is what offloading would relieve */
+    for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+        if (q == SOPHON_POLICY_ALL || q == SOPHON_POLICY_RESIZE || q == SOPHON_POLICY_ORACLE)
+            continue;
+        struct sophon_plan *pl = plan(set, &b, q);
+        assert_int_equal(pl->offloaded, 0);
+        assert_true(pl->storage_s == 0);
+        assert_true(isfinite(pl->epoch_s));
+        sophon_plan_free(pl);
+    }
+    /* Forcing offload without storage cores is impossible, not free. */
+    struct sophon_plan *pl = plan(set, &b, SOPHON_POLICY_RESIZE);
+    assert_true(isinf(pl->epoch_s));
+    sophon_plan_free(pl);
+    sophon_records_free(set);
+}
+
+static void unlimited_cores_give_oracle_bytes(void **state)
+{
+    (void)state;
+    rng_state = 13;
+    for (int fmt = 0; fmt < 2; fmt++) {
+        sophon_records *set = random_set(500);
+        struct sophon_budget b = random_budget(set);
+        b.storage_cores = INFINITY;
+        b.client_cores = INFINITY;
+        b.final_format = fmt;
+        struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+        struct sophon_plan *orc = plan(set, &b, SOPHON_POLICY_ORACLE);
+        assert_true(sel->total_bytes == orc->total_bytes);
+        assert_true(sel->storage_s == 0 && sel->client_s == 0);
+        assert_true(sel->offloaded > 0);
+        sophon_plan_free(sel);
+        sophon_plan_free(orc);
+        sophon_records_free(set);
+    }
+}
+
+static void same_input_same_plan(void **state)
+{
+    (void)state;
+    rng_state = 17;
+    sophon_records *set = random_set(2000);
+    struct sophon_budget b = random_budget(set);
+    for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+        struct sophon_plan *a = plan(set, &b, q), *c = plan(set, &b, q);
+        assert_memory_equal(a->stage, c->stage, a->n);
+        assert_true(a->epoch_s == c->epoch_s && a->total_bytes == c->total_bytes);
+        sophon_plan_free(a);
+        sophon_plan_free(c);
+    }
+    sophon_records_free(set);
+}
+
+static void selective_never_worse(void **state)
+{
+    (void)state;
+    rng_state = 19;
+    for (int k = 0; k < 40; k++) {
+        sophon_records *set = random_set(50 + (size_t)k * 37);
+        struct sophon_budget b = random_budget(set);
+        struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+        for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+            struct sophon_plan *o = plan(set, &b, q);
+            assert_true(sel->epoch_s <= o->epoch_s);
+            sophon_plan_free(o);
+        }
+        if (!(sel->epoch_s <= sel->lp_s + sel->rounding_bound_s + 1e-9 * sel->lp_s))
+            fail_msg("k %d n %zu: epoch %.9g lp %.9g lb %.9g bound %.3g frac %zu rounds %u "
+                     "from %d",
+                     k, sel->n, sel->epoch_s, sel->lp_s, sel->lower_bound_s, sel->rounding_bound_s,
+                     sel->fractional, sel->iterations, sel->chosen_from);
+        sophon_plan_free(sel);
+        sophon_records_free(set);
+    }
+}
+
+static void budget_and_policy_rules(void **state)
+{
+    (void)state;
+    rng_state = 23;
+    sophon_records *set = random_set(30);
+    struct sophon_budget b = random_budget(set);
+    struct sophon_plan *pl = NULL;
+    b.final_format = SOPHON_FINAL_U8;
+    /* With a u8 output, F32 is never chosen and "all" stops at U8. */
+    for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+        pl = plan(set, &b, q);
+        for (size_t i = 0; i < pl->n; i++)
+            assert_true(pl->stage[i] != SOPHON_STAGE_F32);
+        if (q == SOPHON_POLICY_ALL)
+            assert_int_equal(pl->offloaded, 30);
+        sophon_plan_free(pl);
+    }
+    uint8_t st[30];
+    memset(st, SOPHON_STAGE_F32, sizeof(st));
+    assert_int_equal(sophon_plan_evaluate(&pl, set, &b, st), -EINVAL);
+    struct sophon_budget bad = b;
+    bad.bandwidth_Bps = 0;
+    assert_int_equal(sophon_plan_make(&pl, set, &bad), -EINVAL);
+    bad = b;
+    bad.version = 99;
+    assert_int_equal(sophon_plan_make(&pl, set, &bad), -EINVAL);
+    bad = b;
+    bad.storage_cores = 0;
+    bad.client_cores = 0; /* no stage can be finished anywhere */
+    bad.policy = SOPHON_POLICY_SELECTIVE;
+    assert_int_equal(sophon_plan_make(&pl, set, &bad), -EINVAL);
+    sophon_plan_free(NULL);
+    sophon_records_free(set);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(records_basics),
+        cmocka_unit_test(csv_roundtrip),
+        cmocka_unit_test(csv_refuses_malformed),
+        cmocka_unit_test(openimages_import),
+        cmocka_unit_test(openimages_ample_storage_sends_oracle_bytes),
+        cmocka_unit_test(openimages_selective_dominates),
+        cmocka_unit_test(selective_vs_exhaustive),
+        cmocka_unit_test(more_bandwidth_never_slower),
+        cmocka_unit_test(zero_storage_cores_offload_nothing),
+        cmocka_unit_test(unlimited_cores_give_oracle_bytes),
+        cmocka_unit_test(same_input_same_plan),
+        cmocka_unit_test(selective_never_worse),
+        cmocka_unit_test(budget_and_policy_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
