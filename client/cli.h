@@ -125,5 +125,7 @@ int cmd_exec(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_put(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif

@@ -11,22 +11,27 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "dataset.h"
 #include "progress.h"
 
 #define MAX_FILE_BYTES (256u << 20)
 
 static const char usage[] =
-    "Usage: sophon put -p POOL [--jobs N] PATH...\n"
+    "Usage: sophon put -p POOL [--dataset NAME] [--labels-from-dirs] [--jobs N] PATH...\n"
     "Stores JPEG files as objects. A directory is stored recursively, each object named by the\n"
     "file's path relative to it (train/n01/x.jpg given train/ is stored as n01/x.jpg); a file\n"
     "given by itself is stored under its base name. Files that are not JPEGs are reported and\n"
-    "skipped.\n\n"
-    "      --jobs N        writes in flight (default 16)\n\n" CLI_COMMON_HELP;
+    "skipped. The objects are registered in the dataset's index (`sophon profile` reads it).\n\n"
+    "      --dataset NAME      dataset to register the objects in (default: the pool's name)\n"
+    "      --labels-from-dirs  record each object's class: the first directory of its name,\n"
+    "                          as torchvision's ImageFolder (train/CLASS/x.jpg)\n"
+    "      --jobs N            writes in flight (default 16)\n\n" CLI_COMMON_HELP;
 
 struct file {
     char *path; /* on disk */
     char *name; /* object name */
     uint64_t size;
+    int stored;
 };
 
 struct file_list {
@@ -88,11 +93,56 @@ static int is_jpeg(const uint8_t *buf, size_t len)
     return len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff;
 }
 
+/*
+ * Registers the stored files in the dataset's index, with their class (the first directory of
+ * the object name) when labels is set.
+ */
+static int register_objects(struct cli *c, const char *dataset, const struct file_list *files,
+                            int labels)
+{
+    struct sophon_index_entry *e = calloc(files->n ? files->n : 1, sizeof(*e));
+    char **owned = calloc(files->n ? files->n : 1, sizeof(*owned));
+    size_t n = 0, unlabelled = 0;
+    int r = 0;
+    if (e == NULL || owned == NULL) {
+        r = -ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < files->n; i++) {
+        const struct file *f = &files->v[i];
+        if (!f->stored)
+            continue;
+        const char *slash = strchr(f->name, '/');
+        if (labels && slash == NULL)
+            unlabelled++;
+        owned[n] = labels && slash != NULL ? strndup(f->name, (size_t)(slash - f->name))
+                                           : strdup("");
+        if (owned[n] == NULL) {
+            r = -ENOMEM;
+            goto done;
+        }
+        e[n] = (struct sophon_index_entry){.name = f->name, .label = owned[n]};
+        n++;
+    }
+    if (unlabelled > 0)
+        fprintf(stderr,
+                "sophon put: %zu object(s) have no directory in their name, hence no class: "
+                "put a tree of CLASS/FILE.jpg\n",
+                unlabelled);
+    r = sophon__index_write(c->io, dataset, e, n);
+done:
+    for (size_t i = 0; owned != NULL && i < n; i++)
+        free(owned[i]);
+    free(owned);
+    free(e);
+    return r;
+}
+
 struct slot {
     rados_completion_t c;
     uint8_t *buf;
     size_t len;
-    const struct file *f;
+    struct file *f;
 };
 
 static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *stored,
@@ -114,6 +164,7 @@ static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *
             cli_error(c, "writing %s failed: %s", s->f->name, strerror(-r));
         return r;
     }
+    s->f->stored = 1;
     (*stored)++;
     *bytes += s->len;
     progress_add(pr, 1, s->len);
@@ -122,9 +173,14 @@ static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *
 
 int cmd_put(int argc, char **argv)
 {
-    enum { OPT_JOBS = CLI_OPT_FIRST_CMD };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS, {"jobs", required_argument, NULL, OPT_JOBS}, {NULL, 0, NULL, 0}};
+    enum { OPT_JOBS = CLI_OPT_FIRST_CMD, OPT_DATASET, OPT_LABELS };
+    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+                                             {"jobs", required_argument, NULL, OPT_JOBS},
+                                             {"dataset", required_argument, NULL, OPT_DATASET},
+                                             {"labels-from-dirs", no_argument, NULL, OPT_LABELS},
+                                             {NULL, 0, NULL, 0}};
+    const char *dataset = NULL;
+    int labels = 0;
     struct cli c = {.prog = "sophon put"};
     struct file_list files = {0};
     struct progress pr;
@@ -135,6 +191,14 @@ int cmd_put(int argc, char **argv)
         if (opt == 'h') {
             fputs(usage, stdout);
             return 0;
+        }
+        if (opt == OPT_DATASET) {
+            dataset = optarg;
+            continue;
+        }
+        if (opt == OPT_LABELS) {
+            labels = 1;
+            continue;
         }
         if (opt == OPT_JOBS) {
             if (cli_parse_u64(&c, "--jobs", optarg, 1024, &jobs) < 0 || jobs == 0)
@@ -186,7 +250,7 @@ int cmd_put(int argc, char **argv)
     progress_start(&pr, "put", files.n);
     size_t head = 0, inflight = 0;
     for (size_t i = 0; i < files.n; i++) {
-        const struct file *f = &files.v[i];
+        struct file *f = &files.v[i];
         uint8_t *buf;
         size_t len;
         r = cli_read_file(f->path, &buf, &len, MAX_FILE_BYTES);
@@ -234,6 +298,12 @@ int cmd_put(int argc, char **argv)
     }
     double secs = progress_end(&pr);
     free(slots);
+    r = register_objects(&c, dataset != NULL ? dataset : c.pool, &files, labels);
+    if (r < 0) {
+        cli_error(&c, "registering the objects in dataset %s failed: %s",
+                  dataset != NULL ? dataset : c.pool, strerror(-r));
+        failed++;
+    }
     printf("stored %llu objects (%.1f MB) in pool %s in %.1f s (%.1f MB/s)", 
            (unsigned long long)stored, (double)bytes / 1e6, c.pool, secs,
            secs > 0 ? (double)bytes / 1e6 / secs : 0.0);

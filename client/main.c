@@ -22,6 +22,8 @@ static const struct subcommand subcommands[] = {
     {"probe", cmd_probe, "header facts of JPEG files, or of objects read in their OSDs"},
     {"prep", cmd_prep, "decode, crop, resize and flip a JPEG file here (no cluster)"},
     {"exec", cmd_exec, "prepare an object in the OSD holding it (or --local) and report"},
+    {"profile", cmd_profile, "records of a dataset's objects, made in the OSDs, into its index"},
+    {"plan", cmd_plan, "per-object offload decisions under network and CPU budgets"},
     {"bench", cmd_bench, "plain reads against preparation in the OSDs, side by side"},
 };
 

@@ -1,0 +1,497 @@
+/*
+ * cmd_profile.c - `sophon profile`: one record per object of a dataset, made in the OSDs (probe:
+ * no object bytes cross the network), CPU costs from the calibrated model and a calibration of
+ * the OSDs' speed against this client's on a sample, stored in the dataset's index.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "progress.h"
+#include "remote.h"
+#include "sampler.h"
+
+static const char usage[] =
+    "Usage: sophon profile -p POOL [--dataset NAME] [--list FILE] [--sample K] [--jobs J]\n"
+    "                      [--export FILE.csv] [--import FILE.csv]\n"
+    "Makes a record for every JPEG object of the dataset: its header facts, read by the OSD\n"
+    "holding it (sophon.probe), and the bytes and CPU costs of each stage the pipeline can stop\n"
+    "at. CPU costs come from the cost model; the OSDs' speed is calibrated against this client's\n"
+    "by preparing a sample of objects in both places. Records go to the dataset's index in the\n"
+    "cluster, where every client finds them. A second run profiles only new or changed objects.\n\n"
+    "      --dataset NAME  dataset (default: the pool's name). Its objects are those `sophon put\n"
+    "                      --dataset` registered, else those of --list, else the whole pool\n"
+    "      --list FILE     object names, one a line\n"
+    "      --sample K      objects prepared in the OSDs and here to calibrate (default 16, 0: no)\n"
+    "      --jobs J        operations in flight (default 32)\n"
+    "      --export FILE   write the dataset's records as CSV (after profiling, if -p is given)\n"
+    "      --import FILE   store the records of a CSV file into the index instead of profiling\n\n"
+    CLI_COMMON_HELP;
+
+struct item {
+    char *name;
+    uint64_t size;
+    int64_t mtime;
+    int todo;   /* new or changed since the last profile */
+    int result; /* of stat or probe */
+    struct sophon_probe_reply probe;
+};
+
+static int by_item_name(const void *a, const void *b)
+{
+    return strcmp(((const struct item *)a)->name, ((const struct item *)b)->name);
+}
+
+static int by_stamp_name(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct sophon_index_stamp *)elem)->name);
+}
+
+/* The dataset's objects: registered members, else the list file, else the pool. */
+static int gather(struct cli *c, const char *dataset, const char *list, struct item **out,
+                  size_t *n)
+{
+    struct sophon_index_member *members = NULL;
+    size_t nmembers = 0, cap = 0;
+    int r = sophon__index_members(c->io, dataset, &members, &nmembers);
+    if (r < 0) {
+        cli_error(c, "cannot read the index of dataset %s: %s", dataset, strerror(-r));
+        return r;
+    }
+    *out = NULL;
+    *n = 0;
+    if (nmembers > 0) {
+        *out = calloc(nmembers, sizeof(**out));
+        if (*out == NULL)
+            r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < nmembers; i++) {
+            (*out)[i].name = members[i].name;
+            members[i].name = NULL;
+        }
+        *n = nmembers;
+        sophon__index_members_free(members, nmembers);
+        return r;
+    }
+    sophon__index_members_free(members, nmembers);
+    if (list != NULL) {
+        FILE *f = fopen(list, "r");
+        char line[4096];
+        if (f == NULL) {
+            cli_error(c, "cannot read %s: %s", list, strerror(errno));
+            return -errno;
+        }
+        while (fgets(line, sizeof(line), f) != NULL) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (line[0] == '\0')
+                continue;
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                struct item *v = realloc(*out, cap * sizeof(*v));
+                if (v == NULL) {
+                    fclose(f);
+                    return -ENOMEM;
+                }
+                *out = v;
+            }
+            (*out)[(*n)++] = (struct item){.name = strdup(line)};
+        }
+        fclose(f);
+        return 0;
+    }
+    rados_list_ctx_t lc;
+    const char *entry;
+    if ((r = rados_nobjects_list_open(c->io, &lc)) < 0)
+        return r;
+    while ((r = rados_nobjects_list_next(lc, &entry, NULL, NULL)) == 0) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct item *v = realloc(*out, cap * sizeof(*v));
+            if (v == NULL) {
+                r = -ENOMEM;
+                break;
+            }
+            *out = v;
+        }
+        (*out)[(*n)++] = (struct item){.name = strdup(entry)};
+    }
+    rados_nobjects_list_close(lc);
+    return r == -ENOENT ? 0 : r;
+}
+
+/* Runs stat (probe = 0) or stat + sophon.probe (probe = 1) on every item marked todo, jobs at
+ * a time, with a progress bar. */
+struct pending {
+    rados_completion_t c;
+    rados_read_op_t op;
+    struct item *it;
+    uint64_t size;
+    time_t mtime;
+    int stat_rval, exec_rval;
+    char *out;
+    size_t out_len;
+};
+
+static void pending_finish(struct pending *p, int probe, struct progress *pr)
+{
+    rados_aio_wait_for_complete(p->c);
+    int r = rados_aio_get_return_value(p->c);
+    if (r == 0 && p->stat_rval < 0)
+        r = p->stat_rval;
+    if (r == 0 && probe && p->exec_rval < 0)
+        r = p->exec_rval;
+    if (r == 0) {
+        p->it->size = p->size;
+        p->it->mtime = p->mtime;
+        if (probe && sophon_probe_decode(&p->it->probe, (const uint8_t *)p->out, p->out_len) < 0)
+            r = -EPROTO;
+    }
+    p->it->result = r;
+    if (p->out != NULL)
+        rados_buffer_free(p->out);
+    rados_release_read_op(p->op);
+    rados_aio_release(p->c);
+    progress_add(pr, 1, 0);
+}
+
+static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint64_t jobs,
+                   const char *what)
+{
+    struct pending *ring = calloc(jobs, sizeof(*ring));
+    struct progress pr;
+    size_t head = 0, inflight = 0, total = 0;
+    if (ring == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        total += !probe || items[i].todo;
+    progress_start(&pr, what, total);
+    for (size_t i = 0; i < n; i++) {
+        if (probe && !items[i].todo)
+            continue;
+        if (inflight == jobs) {
+            pending_finish(&ring[head], probe, &pr);
+            head = (head + 1) % jobs;
+            inflight--;
+        }
+        struct pending *p = &ring[(head + inflight) % jobs];
+        memset(p, 0, sizeof(*p));
+        p->it = &items[i];
+        rados_aio_create_completion(NULL, NULL, NULL, &p->c);
+        p->op = rados_create_read_op();
+        rados_read_op_stat(p->op, &p->size, &p->mtime, &p->stat_rval);
+        if (probe)
+            rados_read_op_exec(p->op, "sophon", "probe", NULL, 0, &p->out, &p->out_len,
+                               &p->exec_rval);
+        int r = rados_aio_read_op_operate(p->op, c->io, p->c, items[i].name, 0);
+        if (r < 0) {
+            rados_release_read_op(p->op);
+            rados_aio_release(p->c);
+            items[i].result = r;
+            continue;
+        }
+        inflight++;
+    }
+    while (inflight > 0) {
+        pending_finish(&ring[head], probe, &pr);
+        head = (head + 1) % jobs;
+        inflight--;
+    }
+    progress_end(&pr);
+    free(ring);
+    return 0;
+}
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The OSDs' speed relative to this client: the same requests (RandomResizedCrop boxes) on a
+ * sample of objects, prepared in the OSD (its CPU time comes back in the response) and here
+ * (this thread's CPU time). Returns the ratio, or 0 if nothing could be measured.
+ */
+static double calibrate(struct cli *c, const struct item *items, size_t n, uint64_t sample,
+                        double *model_err)
+{
+    double osd = 0, local = 0, model = 0;
+    size_t done = 0, step = n / (sample ? sample : 1);
+    if (step == 0)
+        step = 1;
+    for (size_t i = 0; i < n && done < sample; i += step) {
+        const struct item *it = &items[i];
+        if (it->result < 0)
+            continue;
+        struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+        sophon_draw_crop(&p, 0x50f0, 0, i, it->probe.info.width, it->probe.info.height, NULL);
+        char *resp;
+        size_t resp_len;
+        struct sophon_response h;
+        const uint8_t *payload;
+        if (sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p) < 0)
+            continue;
+        sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
+        double osd_s = (double)h.cpu_ns / 1e9;
+        rados_buffer_free(resp);
+        uint8_t *jpeg, *out;
+        size_t len, out_len;
+        char err[256];
+        if (sophon__read_object(&jpeg, &len, c->io, it->name, 256u << 20) < 0)
+            continue;
+        double t0 = thread_cpu_s();
+        int r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));
+        double local_s = thread_cpu_s() - t0;
+        free(jpeg);
+        if (r < 0)
+            continue;
+        free(out);
+        struct sophon_record rec = {.name = it->name,
+                                    .stored_bytes = it->size,
+                                    .width = it->probe.info.width,
+                                    .height = it->probe.info.height,
+                                    .components = it->probe.info.components,
+                                    .subsampling = it->probe.info.subsampling,
+                                    .progressive = it->probe.info.progressive};
+        osd += osd_s;
+        local += local_s;
+        model += sophon_cost_model_decode_s(&rec, NULL);
+        done++;
+    }
+    *model_err = local > 0 ? model / local : 0;
+    return osd > 0 && done > 0 ? local / osd : 0;
+}
+
+static int import_csv(struct cli *c, const char *dataset, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    sophon_records *set = NULL;
+    char err[256] = "";
+    if (f == NULL) {
+        cli_error(c, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int r = sophon_records_read_csv(&set, f, err, sizeof(err));
+    fclose(f);
+    if (r < 0) {
+        cli_error(c, "%s: %s", path, err[0] ? err : strerror(-r));
+        return -1;
+    }
+    size_t n = sophon_records_count(set);
+    struct sophon_index_entry *e = calloc(n ? n : 1, sizeof(*e));
+    for (size_t i = 0; e != NULL && i < n; i++) {
+        const struct sophon_record *rec = sophon_records_get(set, i);
+        /* No mtime is known: the next profile checks these objects again. */
+        e[i] = (struct sophon_index_entry){.name = rec->name, .record = rec,
+                                           .size = rec->stored_bytes, .mtime = -1};
+    }
+    r = e == NULL ? -ENOMEM : sophon__index_write(c->io, dataset, e, n);
+    free(e);
+    sophon_records_free(set);
+    if (r < 0) {
+        cli_error(c, "writing the index of dataset %s failed: %s", dataset, strerror(-r));
+        return -1;
+    }
+    printf("imported %zu records from %s into dataset %s\n", n, path, dataset);
+    return 0;
+}
+
+static int export_csv(struct cli *c, const char *dataset, const char *path)
+{
+    struct sophon_dataset ds;
+    char err[256] = "";
+    int r = sophon__dataset_read(&ds, c->io, dataset, err, sizeof(err));
+    if (r < 0) {
+        cli_error(c, "%s", err[0] ? err : strerror(-r));
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL || sophon_records_write_csv(ds.records, f) < 0) {
+        cli_error(c, "cannot write %s: %s", path, strerror(errno));
+        if (f != NULL)
+            fclose(f);
+        sophon__dataset_free(&ds);
+        return -1;
+    }
+    fclose(f);
+    printf("exported %zu records of dataset %s to %s\n", sophon_records_count(ds.records),
+           dataset, path);
+    sophon__dataset_free(&ds);
+    return 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+    enum { OPT_DATASET = CLI_OPT_FIRST_CMD, OPT_LIST, OPT_SAMPLE, OPT_JOBS, OPT_EXPORT, OPT_IMPORT };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"dataset", required_argument, NULL, OPT_DATASET},
+        {"list", required_argument, NULL, OPT_LIST},
+        {"sample", required_argument, NULL, OPT_SAMPLE},
+        {"jobs", required_argument, NULL, OPT_JOBS},
+        {"export", required_argument, NULL, OPT_EXPORT},
+        {"import", required_argument, NULL, OPT_IMPORT},
+        {NULL, 0, NULL, 0}};
+    struct cli c = {.prog = "sophon profile"};
+    const char *dataset = NULL, *list = NULL, *export_path = NULL, *import_path = NULL;
+    uint64_t sample = 16, jobs = 32;
+    struct item *items = NULL;
+    size_t n = 0;
+    int opt, r, code = 1;
+
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case OPT_DATASET:
+            dataset = optarg;
+            continue;
+        case OPT_LIST:
+            list = optarg;
+            continue;
+        case OPT_SAMPLE:
+            if (cli_parse_u64(&c, "--sample", optarg, 100000, &sample) < 0)
+                return 2;
+            continue;
+        case OPT_JOBS:
+            if (cli_parse_u64(&c, "--jobs", optarg, 1024, &jobs) < 0 || jobs == 0)
+                return 2;
+            continue;
+        case OPT_EXPORT:
+            export_path = optarg;
+            continue;
+        case OPT_IMPORT:
+            import_path = optarg;
+            continue;
+        }
+        r = cli_common_option(&c, opt, optarg);
+        if (r <= 0) {
+            if (r == 0)
+                fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (c.pool == NULL || optind != argc) {
+        cli_error(&c, "want a pool: sophon profile -p POOL [--dataset NAME]");
+        return 2;
+    }
+    if (dataset == NULL)
+        dataset = c.pool;
+    if (cli_connect(&c) < 0)
+        return 1;
+    if (import_path != NULL) {
+        code = import_csv(&c, dataset, import_path) < 0 ? 1 : 0;
+        goto done;
+    }
+
+    double t0 = progress_now();
+    if ((r = gather(&c, dataset, list, &items, &n)) < 0) {
+        cli_error(&c, "cannot list the objects of dataset %s: %s", dataset, strerror(-r));
+        goto done;
+    }
+    qsort(items, n, sizeof(*items), by_item_name);
+    /* What changed since the last profile: stat everything, compare with the stamps. */
+    struct sophon_index_stamp *stamps = NULL;
+    size_t nstamps = 0;
+    if ((r = sophon__index_stamps(c.io, dataset, &stamps, &nstamps)) < 0) {
+        cli_error(&c, "cannot read the index of dataset %s: %s", dataset, strerror(-r));
+        goto done;
+    }
+    run_ops(&c, items, n, 0, jobs, "stat");
+    size_t unchanged = 0, missing = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].result < 0) {
+            missing++;
+            continue;
+        }
+        const struct sophon_index_stamp *s =
+            bsearch(items[i].name, stamps, nstamps, sizeof(*stamps), by_stamp_name);
+        items[i].todo = s == NULL || s->size != items[i].size || s->mtime != items[i].mtime;
+        unchanged += !items[i].todo;
+    }
+    sophon__index_stamps_free(stamps, nstamps);
+    run_ops(&c, items, n, 1, jobs, "probe");
+
+    /* Records for what was probed. */
+    struct sophon_index_entry *entries = calloc(n ? n : 1, sizeof(*entries));
+    struct sophon_record *recs = calloc(n ? n : 1, sizeof(*recs));
+    size_t ne = 0, rejected = 0;
+    if (entries == NULL || recs == NULL) {
+        cli_error(&c, "out of memory");
+        free(entries);
+        free(recs);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        if (!it->todo)
+            continue;
+        if (it->result < 0) {
+            if (it->result == -EPERM || it->result == -EOPNOTSUPP) {
+                cli_class_error(&c, "sophon.probe", it->name, it->result);
+                free(entries);
+                free(recs);
+                goto done;
+            }
+            if (it->result != -ENOENT)
+                fprintf(stderr, "sophon profile: skipped %s: %s\n", it->name,
+                        it->result == -EBADMSG ? "not a valid JPEG" : strerror(-it->result));
+            rejected++;
+            continue;
+        }
+        struct sophon_record *rec = &recs[ne];
+        *rec = (struct sophon_record){.name = it->name,
+                                      .stored_bytes = it->size,
+                                      .width = it->probe.info.width,
+                                      .height = it->probe.info.height,
+                                      .components = it->probe.info.components,
+                                      .subsampling = it->probe.info.subsampling,
+                                      .progressive = it->probe.info.progressive};
+        if (sophon_cost_model_fill(rec, NULL) < 0) {
+            rejected++;
+            continue;
+        }
+        entries[ne] = (struct sophon_index_entry){.name = it->name, .record = rec,
+                                                  .size = it->size, .mtime = it->mtime};
+        ne++;
+    }
+    r = sophon__index_write(c.io, dataset, entries, ne);
+    free(entries);
+    double secs = progress_now() - t0;
+    if (r < 0) {
+        free(recs);
+        cli_error(&c, "writing the index of dataset %s failed: %s", dataset, strerror(-r));
+        goto done;
+    }
+    printf("dataset %s: %zu objects; %zu profiled (new or changed), %zu unchanged, %zu not "
+           "JPEGs or unreadable, %zu gone; %.1f s, %.0f records/s\n",
+           dataset, n, ne, unchanged, rejected, missing, secs, secs > 0 ? (double)n / secs : 0);
+    free(recs);
+
+    if (sample > 0 && ne > 0) {
+        double model_ratio = 0;
+        double speed = calibrate(&c, items, n, sample, &model_ratio);
+        if (speed > 0) {
+            r = sophon__index_write_profile(c.io, dataset, speed);
+            if (r < 0)
+                cli_error(&c, "writing the calibration failed: %s", strerror(-r));
+            printf("calibration on %llu objects: an OSD core is %.2fx as fast as this client's; "
+                   "the cost model predicts %.2fx this client's measured CPU time\n",
+                   (unsigned long long)sample, speed, model_ratio);
+        }
+    }
+    code = 0;
+done:
+    if (code == 0 && export_path != NULL)
+        code = export_csv(&c, dataset, export_path) < 0 ? 1 : 0;
+    for (size_t i = 0; i < n; i++)
+        free(items[i].name);
+    free(items);
+    cli_disconnect(&c);
+    return code;
+}

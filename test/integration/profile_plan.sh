@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# profile_plan.sh SOPHON CORPUS_DIR - sophon put --labels-from-dirs, profile (incremental, export,
+# import) and plan against the dev cluster (CEPH_CONF set).
+set -uo pipefail
+sophon=$1 corpus=$2
+pool=${SOPHON_POOL:-sophon}
+ds=itest.$$
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { echo "ok: $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
+expect() { # description expected-rc regex command...
+    local what=$1 want_rc=$2 want=$3 out rc
+    shift 3
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" = "$want_rc" ] && grep -Eq -- "$want" <<<"$out"; then ok "$what"; else
+        bad "$what: rc $rc (want $want_rc)"
+        echo "$out" | head -20 | sed 's/^/    /'
+    fi
+}
+
+photos=()
+while IFS= read -r f; do
+    [ "$(stat -c %s "$f")" -ge 10000 ] && "$sophon" prep "$f" --box 0,0,1,1 >/dev/null 2>&1 &&
+        photos+=("$f")
+    [ ${#photos[@]} -ge 7 ] && break
+done < <(grep -F /opencv-doc/ "$corpus/list.txt")
+mkdir -p "$work/$ds/cats" "$work/$ds/dogs"
+for i in 0 1 2; do cp "${photos[$i]}" "$work/$ds/cats/$i.jpg"; done
+for i in 3 4; do cp "${photos[$i]}" "$work/$ds/dogs/$i.jpg"; done
+
+expect "put registers the objects with their classes" 0 "stored 5 objects" \
+    "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds"
+out=$("$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 3 2>&1)
+grep -Eq "5 objects; 5 profiled \(new or changed\), 0 unchanged" <<<"$out" &&
+    ok "the first profile makes a record per object" || bad "first profile: $out"
+grep -Eq "calibration on 3 objects: an OSD core is [0-9.]+x as fast" <<<"$out" &&
+    ok "it calibrates the OSDs against this client" || bad "no calibration: $out"
+expect "a second profile finds nothing new" 0 "0 profiled \(new or changed\), 5 unchanged" \
+    "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0
+
+cp "${photos[5]}" "$work/$ds/dogs/5.jpg"
+"$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null
+rados -p "$pool" put "cats/0.jpg" "${photos[6]}" # an object changed in place
+expect "after adding one object and changing another, only those two are profiled" 0 \
+    "6 objects; 2 profiled \(new or changed\), 4 unchanged" \
+    "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0
+
+expect "export writes every record" 0 "exported 6 records" \
+    "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 --export "$work/r.csv"
+[ "$(wc -l <"$work/r.csv")" = 7 ] && ok "the CSV has a header and 6 lines" || bad "CSV lines"
+width=$(/usr/bin/python3 -c 'from PIL import Image; import sys; print(Image.open(sys.argv[1]).size[0])' "${photos[6]}")
+grep -q "^cats/0.jpg,$(stat -c %s "${photos[6]}"),$width," "$work/r.csv" &&
+    ok "the changed object's record has its new size and width" || bad "stale record for cats/0.jpg"
+
+# Another client, with another key and no class caps, in a new process: the records are in the
+# cluster, not in the profiling client.
+expect "a second client plans from the stored records" 0 "^selective .* 6 objects|6 objects" \
+    "$sophon" plan --id sophon-read -p "$pool" --dataset "$ds" --net 500Mbit --storage-cores 5 \
+    --client-cores 32
+expect "plan compares every policy" 0 "^oracle" \
+    "$sophon" plan --id sophon-read -p "$pool" --dataset "$ds" --net 500Mbit --storage-cores 5 \
+    --client-cores 32
+expect "zero storage cores offload nothing" 0 "^selective: 6 stored, 0 u8, 0 f32" \
+    "$sophon" plan -p "$pool" --dataset "$ds" --net 1Gbit --storage-cores 0 --client-cores 32 \
+    --policy selective
+
+expect "import stores a CSV's records into another dataset" 0 "imported 6 records" \
+    "$sophon" profile --id sophon -p "$pool" --dataset "$ds.copy" --import "$work/r.csv"
+a=$("$sophon" plan -p "$pool" --dataset "$ds.copy" --net 1Gbit --storage-cores 2 \
+    --client-cores 1 --storage-speed 1 | grep -E '^(none|sophon|selective|oracle) ')
+b=$("$sophon" plan --records "$work/r.csv" --net 1Gbit --storage-cores 2 --client-cores 1 \
+    --storage-speed 1 | grep -E '^(none|sophon|selective|oracle) ')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "the imported dataset plans as its CSV does" ||
+    bad "imported plan differs: $a / $b"
+
+expect "plan from the OpenImages profile" 0 "^oracle +5.559" \
+    "$sophon" plan --records "$(dirname "$0")/../../data/openimages-40k-prep-sizes.csv" \
+    --net 500Mbit --storage-cores 5 --client-cores 32
+expect "plan without budgets explains" 2 "give the budgets" \
+    "$sophon" plan --records "$work/r.csv"
+expect "a bad rate explains" 2 "--net wants a rate" \
+    "$sophon" plan --records "$work/r.csv" --net fast --storage-cores 1 --client-cores 1
+expect "plan of a dataset never profiled explains" 1 "has no records: run .sophon profile" \
+    "$sophon" plan -p "$pool" --dataset nothing.here --net 1Gbit --storage-cores 1 \
+    --client-cores 1
+for f in cats/0.jpg cats/1.jpg cats/2.jpg dogs/3.jpg dogs/4.jpg dogs/5.jpg; do
+    rados -p "$pool" rm "$f"
+done
+rados -p "$pool" -N .sophon rm "dataset.$ds"
+rados -p "$pool" -N .sophon rm "dataset.$ds.copy"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
