@@ -62,8 +62,8 @@ static uint32_t ceil_div(uint64_t a, uint32_t b)
 }
 
 /*
- * Fast mode decodes at 1/2, 1/4 or 1/8 scale in the DCT domain: the largest factor that still
- * leaves at least twice the output size in the scaled box, so the resample still averages.
+ * Fast mode decodes at 1/2, 1/4 or 1/8 scale in the DCT domain: the largest factor whose scaled
+ * box still covers the output size, so the resample never upscales what was decoded smaller.
  */
 static uint32_t pick_scale(const struct sophon_prep_params *p)
 {
@@ -72,7 +72,7 @@ static uint32_t pick_scale(const struct sophon_prep_params *p)
     if (!p->fast)
         return 1;
     for (d = 8; d > 1; d /= 2) {
-        if ((uint64_t)p->box_w / d >= 2ull * p->out_w && (uint64_t)p->box_h / d >= 2ull * p->out_h)
+        if ((uint64_t)p->box_w / d >= p->out_w && (uint64_t)p->box_h / d >= p->out_h)
             return d;
     }
     return 1;
