@@ -217,7 +217,7 @@ static double thread_cpu_s(void)
  * (this thread's CPU time). Returns the ratio, or 0 if nothing could be measured.
  */
 static double calibrate(struct cli *c, const struct item *items, size_t n, uint64_t sample,
-                        double *model_err)
+                        double *model_err, size_t *measured)
 {
     double osd = 0, local = 0, model = 0;
     size_t done = 0, step = n / (sample ? sample : 1);
@@ -225,7 +225,8 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         step = 1;
     for (size_t i = 0; i < n && done < sample; i += step) {
         const struct item *it = &items[i];
-        if (it->result < 0)
+        /* Only objects probed in this run have their header facts at hand. */
+        if (!it->todo || it->result < 0)
             continue;
         struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
         sophon_draw_crop(&p, 0x50f0, 0, i, it->probe.info.width, it->probe.info.height, NULL);
@@ -233,8 +234,12 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         size_t resp_len;
         struct sophon_response h;
         const uint8_t *payload;
-        if (sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p) < 0)
+        int r = sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p);
+        if (r < 0) {
+            fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n",
+                    it->name, strerror(-r));
             continue;
+        }
         sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
         double osd_s = (double)h.cpu_ns / 1e9;
         rados_buffer_free(resp);
@@ -244,7 +249,7 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         if (sophon__read_object(&jpeg, &len, c->io, it->name, 256u << 20) < 0)
             continue;
         double t0 = thread_cpu_s();
-        int r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));
+        r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));
         double local_s = thread_cpu_s() - t0;
         free(jpeg);
         if (r < 0)
@@ -263,6 +268,7 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         done++;
     }
     *model_err = local > 0 ? model / local : 0;
+    *measured = done;
     return osd > 0 && done > 0 ? local / osd : 0;
 }
 
@@ -475,14 +481,18 @@ int cmd_profile(int argc, char **argv)
 
     if (sample > 0 && ne > 0) {
         double model_ratio = 0;
-        double speed = calibrate(&c, items, n, sample, &model_ratio);
-        if (speed > 0) {
+        size_t measured = 0;
+        double speed = calibrate(&c, items, n, sample, &model_ratio, &measured);
+        if (speed <= 0) {
+            cli_error(&c, "calibration: no object could be prepared in the OSDs and here; the "
+                          "records keep an OSD speed of 1 (see the messages above)");
+        } else {
             r = sophon__index_write_profile(c.io, dataset, speed);
             if (r < 0)
                 cli_error(&c, "writing the calibration failed: %s", strerror(-r));
-            printf("calibration on %llu objects: an OSD core is %.2fx as fast as this client's; "
+            printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; "
                    "the cost model predicts %.2fx this client's measured CPU time\n",
-                   (unsigned long long)sample, speed, model_ratio);
+                   measured, speed, model_ratio);
         }
     }
     code = 0;

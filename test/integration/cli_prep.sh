@@ -6,19 +6,7 @@ sophon=$1 corpus=$2
 pool=${SOPHON_POOL:-sophon}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
-expect() { # description expected-rc regex command...
-    local what=$1 want_rc=$2 want=$3 out rc
-    shift 3
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" = "$want_rc" ] && grep -Eq -- "$want" <<<"$out"; then ok "$what"; else
-        bad "$what: rc $rc (want $want_rc)"
-        echo "$out" | head -20 | sed 's/^/    /'
-    fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 # A small tree: two classes, a nested directory, and a file that is not a JPEG.
 photos=()
@@ -87,5 +75,4 @@ expect "a bad --format" 2 "--format wants u8 or f32" \
     "$sophon" prep "$work/tree/cats/a.jpg" --box 0,0,1,1 --format f16
 expect "help on exec" 0 "Usage: sophon exec" "$sophon" exec --help
 for o in cats/a.jpg dogs/b.jpg dogs/more/c.jpg cli.garbage; do rados -p "$pool" rm "$o"; done
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -7,19 +7,7 @@ pool=${SOPHON_POOL:-sophon}
 ds=itest.$$
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
-expect() { # description expected-rc regex command...
-    local what=$1 want_rc=$2 want=$3 out rc
-    shift 3
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" = "$want_rc" ] && grep -Eq -- "$want" <<<"$out"; then ok "$what"; else
-        bad "$what: rc $rc (want $want_rc)"
-        echo "$out" | head -20 | sed 's/^/    /'
-    fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 photos=()
 while IFS= read -r f; do
@@ -91,5 +79,4 @@ for f in cats/0.jpg cats/1.jpg cats/2.jpg dogs/3.jpg dogs/4.jpg dogs/5.jpg; do
 done
 rados -p "$pool" -N .sophon rm "dataset.$ds"
 rados -p "$pool" -N .sophon rm "dataset.$ds.copy"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
