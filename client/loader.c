@@ -319,7 +319,7 @@ struct result {
     int got_stage;         /* the stage that came back, for bytes_by_stage */
     uint64_t osd_cpu_ns, client_cpu_ns;
     double storage_model_s, client_model_s; /* the model's seconds for what was measured */
-    int fallback, retried, class_missing;
+    int retried, class_missing;
 };
 
 /* Errors that say the class cannot serve this client at all. */
@@ -421,7 +421,6 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
     if (s->stage != SOPHON_STAGE_STORED && class_unusable(r)) {
         /* No class, or a key that may not call it: this and every later sample go local. */
         res->class_missing = 1;
-        res->fallback = 1;
         res->what = RETRY;
         s->stage = SOPHON_STAGE_STORED;
         s->attempts = 0;
@@ -447,7 +446,6 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
             s->attempts = 0;
             s->not_before = 0;
             res->what = RETRY;
-            res->fallback = 1;
             return;
         }
     }
@@ -460,7 +458,6 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
 {
     struct sophon_loader_stats *st = &l->st;
     st->retries += (uint64_t)res->retried;
-    st->fallbacks += (uint64_t)res->fallback;
     if (res->class_missing && l->class_ok) {
         l->class_ok = 0;
         st->class_available = 0;
@@ -490,6 +487,9 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
     } else {
         st->samples++;
     }
+    /* Planned in the OSD, prepared here: the class was unusable or the OSD did not answer. */
+    if (s->planned != SOPHON_STAGE_STORED && s->stage == SOPHON_STAGE_STORED)
+        st->fallbacks++;
     st->bytes_received += res->bytes;
     if (res->bytes > 0) {
         st->bytes_by_stage[res->got_stage] += res->bytes;
