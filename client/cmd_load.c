@@ -351,6 +351,7 @@ int cmd_load(int argc, char **argv)
     printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", dataset,
            sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world,
            o.batch_size, o.format == SOPHON_SAMPLE_F32 ? "f32" : "u8");
+    fflush(stdout);
     code = 0;
     for (uint64_t e = first; e < first + epochs; e++) {
         struct epoch_out eo;
