@@ -236,6 +236,14 @@ int cmd_load(int argc, char **argv)
             continue;
         case OPT_POLICY:
             o.policy = optarg;
+            if (strcmp(optarg, "none") != 0 && strcmp(optarg, "all") != 0 &&
+                strcmp(optarg, "resize") != 0 && strcmp(optarg, "sophon") != 0 &&
+                strcmp(optarg, "selective") != 0 && strcmp(optarg, "oracle") != 0) {
+                cli_error(&c, "--policy wants none, all, resize, sophon, selective or oracle, "
+                              "not '%s'",
+                          optarg);
+                return 2;
+            }
             continue;
         case OPT_EPOCHS:
             if (cli_parse_u64(&c, "--epochs", optarg, 1000000, &epochs) < 0)

@@ -566,7 +566,9 @@ static int parse_policy(const char *name)
     return -1;
 }
 
-static int start_threads(struct sophon_loader *l)
+/* Mutexes and condition variables, first thing after allocation: say() needs log_mu. The
+ * dispatcher's timed waits are on the monotonic clock. */
+static void init_sync(struct sophon_loader *l)
 {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -577,6 +579,10 @@ static int start_threads(struct sophon_loader *l)
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_done, NULL);
     pthread_condattr_destroy(&ca);
+}
+
+static int start_threads(struct sophon_loader *l)
+{
     l->threads_started = 1;
     l->workers = calloc(l->o.threads, sizeof(*l->workers));
     if (l->workers == NULL)
@@ -689,6 +695,7 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     struct sophon_loader *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return -ENOMEM;
+    init_sync(l);
     l->o = o;
     l->policy = policy;
     l->class_ok = 1;
@@ -879,12 +886,12 @@ void sophon_loader_close(sophon_loader *l)
             pthread_join(l->dispatcher, NULL);
         for (unsigned i = 0; i < l->nworkers; i++)
             pthread_join(l->workers[i], NULL);
-        pthread_mutex_destroy(&l->mu);
-        pthread_mutex_destroy(&l->log_mu);
-        pthread_cond_destroy(&l->cv_disp);
-        pthread_cond_destroy(&l->cv_work);
-        pthread_cond_destroy(&l->cv_done);
     }
+    pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->log_mu);
+    pthread_cond_destroy(&l->cv_disp);
+    pthread_cond_destroy(&l->cv_work);
+    pthread_cond_destroy(&l->cv_done);
     free(l->workers);
     for (unsigned i = 0; l->bufs != NULL && i < l->nbufs; i++) {
         free(l->bufs[i].data);
