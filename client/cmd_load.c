@@ -38,8 +38,8 @@ static const char usage[] =
     "      --retries N         retries of a failed operation before the local path (default 4)\n"
     "      --backoff-ms MS     first retry's delay, doubled each time (default 100)\n"
     "      --op-timeout S      librados operation timeout in seconds (default 30)\n"
-    "      --no-adapt          plan every epoch from the profile, not from measured CPU times\n\n"
-    CLI_COMMON_HELP;
+    "      --no-adapt          plan every epoch from the profile, not from measured CPU "
+    "times\n\n" CLI_COMMON_HELP;
 
 static double process_cpu_s(void)
 {
@@ -114,9 +114,8 @@ static int out_batch(struct epoch_out *eo, const struct sophon_batch *b)
     if (fwrite(b->data, b->sample_bytes, b->n, eo->data) != b->n)
         return -1;
     for (size_t k = 0; k < b->n; k++)
-        fprintf(eo->index, "%zu %llu %d %d %s\n", b->first + k,
-                (unsigned long long)b->indices[k], (int)b->labels[k], b->errors[k],
-                b->names[k]);
+        fprintf(eo->index, "%zu %llu %d %d %s\n", b->first + k, (unsigned long long)b->indices[k],
+                (int)b->labels[k], b->errors[k], b->names[k]);
     return 0;
 }
 
@@ -141,8 +140,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (double)total / secs, (unsigned long long)st->failed);
     printf("  received %.2f MB:", (double)st->bytes_received / 1e6);
     for (int s = 0; s < 3; s++)
-        printf("%s %s %.2f MB (%llu)", s ? "," : "", stage[s],
-               (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
+        printf("%s %s %.2f MB (%llu)", s ? "," : "", stage[s], (double)st->bytes_by_stage[s] / 1e6,
+               (unsigned long long)st->samples_by_stage[s]);
     printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
            total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
@@ -167,8 +166,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
-           (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s,
-           cpu_s, (double)st->osd_cpu_ns / 1e9);
+           (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
+           (double)st->osd_cpu_ns / 1e9);
 }
 
 int cmd_load(int argc, char **argv)
@@ -239,8 +238,9 @@ int cmd_load(int argc, char **argv)
             if (strcmp(optarg, "none") != 0 && strcmp(optarg, "all") != 0 &&
                 strcmp(optarg, "resize") != 0 && strcmp(optarg, "sophon") != 0 &&
                 strcmp(optarg, "selective") != 0 && strcmp(optarg, "oracle") != 0) {
-                cli_error(&c, "--policy wants none, all, resize, sophon, selective or oracle, "
-                              "not '%s'",
+                cli_error(&c,
+                          "--policy wants none, all, resize, sophon, selective or oracle, "
+                          "not '%s'",
                           optarg);
                 return 2;
             }
@@ -357,8 +357,8 @@ int cmd_load(int argc, char **argv)
     }
     const char *policy = o.policy != NULL ? o.policy : "selective";
     printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", dataset,
-           sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world,
-           o.batch_size, o.format == SOPHON_SAMPLE_F32 ? "f32" : "u8");
+           sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world, o.batch_size,
+           o.format == SOPHON_SAMPLE_F32 ? "f32" : "u8");
     fflush(stdout);
     code = 0;
     for (uint64_t e = first; e < first + epochs; e++) {

@@ -279,10 +279,9 @@ static void *dispatcher_main(void *arg)
                 s->stage = l->class_ok ? s->planned : SOPHON_STAGE_STORED;
                 rec = record(l, s->index);
                 s->p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
-                sophon_draw_crop(&s->p, l->seed, l->epoch, s->index, rec->width, rec->height,
-                                 NULL);
-                s->p.format = l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FORMAT_F32
-                                                               : SOPHON_FORMAT_U8;
+                sophon_draw_crop(&s->p, l->seed, l->epoch, s->index, rec->width, rec->height, NULL);
+                s->p.format =
+                    l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
                 s->state = SLOT_INFLIGHT;
                 l->inflight++;
                 batch[k++] = s;
@@ -314,9 +313,9 @@ enum outcome { DONE, RETRY };
 /* What a worker found, applied to the loader's state under mu. */
 struct result {
     enum outcome what;
-    int err;               /* DONE: 0 or the sample's negative errno */
-    uint64_t bytes;        /* received */
-    int got_stage;         /* the stage that came back, for bytes_by_stage */
+    int err;        /* DONE: 0 or the sample's negative errno */
+    uint64_t bytes; /* received */
+    int got_stage;  /* the stage that came back, for bytes_by_stage */
     uint64_t osd_cpu_ns, client_cpu_ns;
     double storage_model_s, client_model_s; /* the model's seconds for what was measured */
     int retried, class_missing;
@@ -331,8 +330,8 @@ static int class_unusable(int r)
 /* Errors that another attempt may not see: a down OSD, a timeout, a connection reset. */
 static int transient(int r)
 {
-    return r == -ETIMEDOUT || r == -EIO || r == -EAGAIN || r == -ESHUTDOWN ||
-           r == -ENOTCONN || r == -ECONNRESET || r == -ECANCELED || r == -EINTR;
+    return r == -ETIMEDOUT || r == -EIO || r == -EAGAIN || r == -ESHUTDOWN || r == -ENOTCONN ||
+           r == -ECONNRESET || r == -ECANCELED || r == -EINTR;
 }
 
 /* The model's client seconds for finishing from `stage` to the loader's format. */
@@ -345,8 +344,7 @@ static double client_model(const struct sophon_loader *l, const struct sophon_re
     return s > 0 ? s : 0;
 }
 
-static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
-                          struct result *res)
+static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out, struct result *res)
 {
     const struct sophon_record *rec = record(l, s->index);
     uint8_t *jpeg = s->raw, *whole = NULL;
@@ -388,8 +386,7 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
         h.format != want || h.width != SOPHON_LOADER_SIDE || h.height != SOPHON_LOADER_SIDE ||
         h.flip != s->p.flip) {
         res->err = -EPROTO;
-        say(l, "%s: the OSD's reply is not the sample asked for (%s)", rec->name,
-              strerror(EPROTO));
+        say(l, "%s: the OSD's reply is not the sample asked for (%s)", rec->name, strerror(EPROTO));
         return;
     }
     res->osd_cpu_ns = h.cpu_ns;
@@ -435,13 +432,13 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
             res->what = RETRY;
             res->retried = 1;
             say(l, "%s: %s, retry %u of %u in %.2f s", rec->name, strerror(-r), s->attempts,
-                  l->o.retries, fmin(delay, BACKOFF_MAX_S));
+                l->o.retries, fmin(delay, BACKOFF_MAX_S));
             return;
         }
         if (s->stage != SOPHON_STAGE_STORED) {
             /* The OSD did not answer in time however often asked: read and prepare here. */
             say(l, "%s: %s after %u retries, preparing it here", rec->name, strerror(-r),
-                  s->attempts);
+                s->attempts);
             s->stage = SOPHON_STAGE_STORED;
             s->attempts = 0;
             s->not_before = 0;
@@ -539,11 +536,12 @@ static void *worker_main(void *arg)
         if (res.class_missing && !l->class_warned) {
             l->class_warned = 1;
             pthread_mutex_unlock(&l->mu);
-            say(l, "warning: the OSDs cannot prepare samples for this client (%s from "
-                     "sophon.prep on %s: %s); preparing every sample here",
-                  strerror(-s->rc), record(l, s->index)->name,
-                  s->rc == -EPERM ? "the key may not call classes (osd caps need 'x')"
-                                  : "the sophon class is not loaded in the OSDs");
+            say(l,
+                "warning: the OSDs cannot prepare samples for this client (%s from "
+                "sophon.prep on %s: %s); preparing every sample here",
+                strerror(-s->rc), record(l, s->index)->name,
+                s->rc == -EPERM ? "the key may not call classes (osd caps need 'x')"
+                                : "the sophon class is not loaded in the OSDs");
             pthread_mutex_lock(&l->mu);
         }
         l->busy--;
@@ -686,10 +684,9 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
         o.op_timeout_s = 30;
     int policy = parse_policy(o.policy);
     if (o.rank >= o.world || policy < 0 ||
-        (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) ||
-        o.batch_size > 65536 || o.window > 4096 || o.threads > 256 ||
-        !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !(o.storage_cores >= 0) ||
-        !(o.client_cores > 0))
+        (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size > 65536 ||
+        o.window > 4096 || o.threads > 256 || !(o.bandwidth_Bps > 0) ||
+        !isfinite(o.bandwidth_Bps) || !(o.storage_cores >= 0) || !(o.client_cores > 0))
         return -EINVAL;
 
     struct sophon_loader *l = calloc(1, sizeof(*l));

@@ -108,30 +108,30 @@ struct sophon_loader_options {
  * sophon_loader_next, sophon_loader_epoch_start or sophon_loader_close.
  */
 struct sophon_batch {
-    size_t n;            /* samples (the epoch's last batch may be short) */
-    size_t first;        /* position of the first sample in this shard's epoch */
-    int format;          /* enum sophon_sample_format */
-    size_t sample_bytes; /* 150,528 (u8) or 602,112 (f32) */
-    uint8_t *data;       /* n * sample_bytes: sample k at data + k * sample_bytes */
-    const int32_t *labels;       /* class of each sample (index into the classes), -1 none */
-    const char *const *names;    /* object name of each sample */
-    const uint64_t *indices;     /* dataset index of each sample (objects sorted by name) */
-    const int *errors;           /* 0, or the negative errno of a sample that failed (its data
-                                  * are zeros); failed samples are also logged and counted */
-    size_t failed;               /* samples of this batch with errors[k] < 0 */
+    size_t n;                 /* samples (the epoch's last batch may be short) */
+    size_t first;             /* position of the first sample in this shard's epoch */
+    int format;               /* enum sophon_sample_format */
+    size_t sample_bytes;      /* 150,528 (u8) or 602,112 (f32) */
+    uint8_t *data;            /* n * sample_bytes: sample k at data + k * sample_bytes */
+    const int32_t *labels;    /* class of each sample (index into the classes), -1 none */
+    const char *const *names; /* object name of each sample */
+    const uint64_t *indices;  /* dataset index of each sample (objects sorted by name) */
+    const int *errors;        /* 0, or the negative errno of a sample that failed (its data
+                               * are zeros); failed samples are also logged and counted */
+    size_t failed;            /* samples of this batch with errors[k] < 0 */
 };
 
 /* What a loader did in the current (or last) epoch of its shard. */
 struct sophon_loader_stats {
-    unsigned version;  /* set by the caller to SOPHON_LOADER_OPTIONS_VERSION */
+    unsigned version; /* set by the caller to SOPHON_LOADER_OPTIONS_VERSION */
     uint64_t epoch, samples, delivered, failed;
-    uint64_t bytes_received;                   /* from the OSDs, response headers included */
+    uint64_t bytes_received;                         /* from the OSDs, response headers included */
     uint64_t bytes_by_stage[3], samples_by_stage[3]; /* as stored, u8, f32: what came back */
-    uint64_t offloaded;  /* samples the OSDs prepared */
-    uint64_t retries;    /* operations sent again after a timeout or an OSD error */
-    uint64_t fallbacks;  /* samples planned in the OSD but prepared here */
+    uint64_t offloaded;                              /* samples the OSDs prepared */
+    uint64_t retries;                   /* operations sent again after a timeout or an OSD error */
+    uint64_t fallbacks;                 /* samples planned in the OSD but prepared here */
     uint64_t osd_cpu_ns, client_cpu_ns; /* preparation CPU: OSD threads, the loader's workers */
-    double elapsed_s;    /* from epoch start to the last batch delivered (or now) */
+    double elapsed_s;                   /* from epoch start to the last batch delivered (or now) */
     /* The plan of this epoch, over this shard's samples. */
     uint64_t predicted_bytes;
     double predicted_epoch_s;
