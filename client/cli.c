@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,4 +347,34 @@ int cli_read_file(const char *path, uint8_t **buf, size_t *len, size_t max)
 done:
     fclose(f);
     return r;
+}
+
+/* "500Mbit", "1.5Gbit", "100MB", "1e9" (bytes/s); an optional "/s" or "ps". */
+int cli_parse_rate(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0) || !isfinite(v))
+        return -1;
+    static const struct {
+        const char *unit;
+        double factor;
+    } units[] = {{"", 1},           {"B", 1},           {"KB", 1e3},       {"MB", 1e6},
+                 {"GB", 1e9},       {"bit", 1.0 / 8},   {"Kbit", 1e3 / 8}, {"kbit", 1e3 / 8},
+                 {"Mbit", 1e6 / 8}, {"mbit", 1e6 / 8},  {"Gbit", 1e9 / 8}, {"gbit", 1e9 / 8},
+                 {"Tbit", 1e12 / 8}};
+    char unit[16];
+    size_t n = strcspn(end, "/p");
+    if (n >= sizeof(unit) ||
+        (end[n] != '\0' && strcmp(end + n, "/s") != 0 && strcmp(end + n, "ps") != 0))
+        return -1;
+    memcpy(unit, end, n);
+    unit[n] = '\0';
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(unit, units[i].unit) == 0) {
+            *out = v * units[i].factor;
+            return 0;
+        }
+    }
+    return -1;
 }

@@ -69,6 +69,10 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
 int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max,
                   uint64_t *out);
 
+/* A rate in bytes per second: "500Mbit", "1.5Gbit", "100MB", "1e9" (bytes/s), with an optional
+ * "/s" or "ps". Returns 0, or -1 if s is not one (nothing printed). */
+int cli_parse_rate(const char *s, double *out);
+
 /* The request options of `sophon prep` and `sophon exec`. */
 struct cli_prep {
     struct sophon_prep_params p;
@@ -127,5 +131,6 @@ int cmd_put(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 #endif

@@ -415,8 +415,10 @@ int cmd_profile(int argc, char **argv)
             missing++;
             continue;
         }
+        /* A new dataset has no stamps (NULL): bsearch may not be given NULL. */
         const struct sophon_index_stamp *s =
-            bsearch(items[i].name, stamps, nstamps, sizeof(*stamps), by_stamp_name);
+            nstamps == 0 ? NULL
+                         : bsearch(items[i].name, stamps, nstamps, sizeof(*stamps), by_stamp_name);
         items[i].todo = s == NULL || s->size != items[i].size || s->mtime != items[i].mtime;
         unchanged += !items[i].todo;
     }

@@ -24,6 +24,7 @@ static const struct subcommand subcommands[] = {
     {"exec", cmd_exec, "prepare an object in the OSD holding it (or --local) and report"},
     {"profile", cmd_profile, "records of a dataset's objects, made in the OSDs, into its index"},
     {"plan", cmd_plan, "per-object offload decisions under network and CPU budgets"},
+    {"load", cmd_load, "training epochs of a dataset, placed per the plan, with their costs"},
     {"bench", cmd_bench, "plain reads against preparation in the OSDs, side by side"},
 };
 

@@ -47,6 +47,141 @@ SOPHON_API int sophon_class_version_get(struct sophon_class_version *out, rados_
 /* Wire format version this library speaks. */
 SOPHON_API uint16_t sophon_wire_version(void);
 
+/* ---- the loader: training epochs of a dataset ------------------------------------------------
+ *
+ * A loader delivers the samples of a dataset (`sophon put --dataset NAME --labels-from-dirs`,
+ * then `sophon profile`) in batches, one epoch at a time: RandomResizedCrop(224) +
+ * RandomHorizontalFlip, then as u8 (HWC) or float32 (CHW, ImageNet-normalized). Where each
+ * sample is prepared (in its OSD, or here from the stored JPEG) follows the selector's plan for
+ * the chosen policy; the bytes delivered never depend on it. The box and flip of a sample depend
+ * only on (seed, epoch, dataset index).
+ *
+ * Thread safety: a loader is used by one thread at a time (open, epoch_start, next, close);
+ * sophon_loader_stats_get may be called from any thread at any time. Distinct loaders are
+ * independent. The loader runs its own threads: one that issues RADOS operations and `threads`
+ * workers that finish samples.
+ */
+
+typedef struct sophon_loader sophon_loader;
+
+/* Sample formats: 224 x 224 x 3 bytes (HWC, RGB) or 3 x 224 x 224 host-endian floats (CHW). */
+enum sophon_sample_format { SOPHON_SAMPLE_U8 = 0, SOPHON_SAMPLE_F32 = 1 };
+
+/* The side of the square samples a loader delivers (the planner's byte counts assume it). */
+#define SOPHON_LOADER_SIDE 224u
+
+#define SOPHON_LOADER_OPTIONS_VERSION 1
+
+/*
+ * Options of sophon_loader_open. Start from SOPHON_LOADER_OPTIONS_INIT; a field left at 0 (or
+ * NULL) takes the default given here.
+ */
+struct sophon_loader_options {
+    unsigned version;     /* SOPHON_LOADER_OPTIONS_VERSION */
+    const char *policy;   /* "none", "all", "resize", "sophon", "selective" (NULL), "oracle" */
+    int format;           /* enum sophon_sample_format; default u8 */
+    unsigned batch_size;  /* samples per batch; default 32 */
+    unsigned rank, world; /* this process's shard of each epoch: rank < world; default 0 of 1 */
+    unsigned window;      /* RADOS operations in flight; default 32 */
+    unsigned threads;     /* local worker threads; default: the online CPUs */
+    const char *keyring;  /* keyring file; NULL: from ceph.conf */
+    /* The budget the plan is made for (sophon plan's --net, --storage-cores, --client-cores).
+     * Defaults: 1 Gbit/s, 4 OSD cores, `threads` client cores. */
+    double bandwidth_Bps, storage_cores, client_cores;
+    unsigned retries;      /* attempts after the first, per sample, before the local path; 4 */
+    unsigned backoff_ms;   /* first retry's delay, doubled each time; default 100 */
+    unsigned op_timeout_s; /* librados operation timeout (rados_osd_op_timeout); default 30 */
+    int no_adapt;          /* 1: plan every epoch with the profile's model, ignore measurements */
+    /* Warnings and per-sample failures, one line without newline; NULL: to stderr. Called from
+     * the loader's threads, one call at a time. */
+    void (*log)(void *arg, const char *line);
+    void *log_arg;
+};
+
+/* clang-format off */
+#define SOPHON_LOADER_OPTIONS_INIT { SOPHON_LOADER_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, NULL, \
+                                     0, 0, 0, 0, 0, 0, 0, NULL, NULL }
+/* clang-format on */
+
+/*
+ * A batch: n samples in sampler order, owned by the loader and valid until the next call of
+ * sophon_loader_next, sophon_loader_epoch_start or sophon_loader_close.
+ */
+struct sophon_batch {
+    size_t n;                 /* samples (the epoch's last batch may be short) */
+    size_t first;             /* position of the first sample in this shard's epoch */
+    int format;               /* enum sophon_sample_format */
+    size_t sample_bytes;      /* 150,528 (u8) or 602,112 (f32) */
+    uint8_t *data;            /* n * sample_bytes: sample k at data + k * sample_bytes */
+    const int32_t *labels;    /* class of each sample (index into the classes), -1 none */
+    const char *const *names; /* object name of each sample */
+    const uint64_t *indices;  /* dataset index of each sample (objects sorted by name) */
+    const int *errors;        /* 0, or the negative errno of a sample that failed (its data
+                               * are zeros); failed samples are also logged and counted */
+    size_t failed;            /* samples of this batch with errors[k] < 0 */
+};
+
+/* What a loader did in the current (or last) epoch of its shard. */
+struct sophon_loader_stats {
+    unsigned version; /* set by the caller to SOPHON_LOADER_OPTIONS_VERSION */
+    uint64_t epoch, samples, delivered, failed;
+    uint64_t bytes_received;                         /* from the OSDs, response headers included */
+    uint64_t bytes_by_stage[3], samples_by_stage[3]; /* as stored, u8, f32: what came back */
+    uint64_t offloaded;                              /* samples the OSDs prepared */
+    uint64_t retries;                   /* operations sent again after a timeout or an OSD error */
+    uint64_t fallbacks;                 /* samples planned in the OSD but prepared here */
+    uint64_t osd_cpu_ns, client_cpu_ns; /* preparation CPU: OSD threads, the loader's workers */
+    double elapsed_s;                   /* from epoch start to the last batch delivered (or now) */
+    /* The plan of this epoch, over this shard's samples. */
+    uint64_t predicted_bytes;
+    double predicted_epoch_s;
+    size_t planned_offloaded;
+    double storage_speed, client_speed; /* the cost model the plan used (relative speeds) */
+    int class_available;                /* 0 once the class was found missing or forbidden */
+};
+
+/*
+ * Connects as client.`client_id` (NULL: admin) with ceph.conf `conf` (NULL: $CEPH_CONF, then
+ * Ceph's search path), opens `pool` and reads dataset `dataset` (its records and labels). opts
+ * NULL means every default. On success *out is a loader with no epoch started; free it with
+ * sophon_loader_close. Returns 0, -EINVAL (bad options: rank >= world, an unknown policy, a
+ * version this library does not know), -ENOENT (no such pool, or a dataset without records), or
+ * what librados says.
+ */
+SOPHON_API int sophon_loader_open(sophon_loader **out, const char *conf, const char *client_id,
+                                  const char *pool, const char *dataset,
+                                  const struct sophon_loader_options *opts);
+
+/*
+ * Starts epoch `epoch` of this shard: a shuffle of the whole dataset drawn from (seed, epoch),
+ * of which this shard takes positions rank, rank + world, ... (shards differ in size by at most
+ * one; together they cover the epoch exactly once). Plans placement for it (with the CPU times
+ * measured so far, unless no_adapt) and starts the RADOS operations. An epoch still running is
+ * abandoned first (its operations are waited for). Returns 0 or a negative errno.
+ */
+SOPHON_API int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch);
+
+/*
+ * Waits for the next batch of the epoch in sampler order. Returns 1 with *out set, 0 at the end
+ * of the epoch (*out NULL), or a negative errno (-EINVAL: no epoch started). A sample that
+ * cannot be prepared is delivered with its error, never dropped or repeated.
+ */
+SOPHON_API int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l);
+
+/* Copies the statistics of the current epoch into *out (out->version must be set). */
+SOPHON_API int sophon_loader_stats_get(struct sophon_loader_stats *out, sophon_loader *l);
+
+/* Number of classes of the dataset and the name of class k (NULL when out of range); valid
+ * until close. */
+SOPHON_API size_t sophon_loader_classes(const sophon_loader *l);
+SOPHON_API const char *sophon_loader_class_name(const sophon_loader *l, size_t k);
+
+/* Number of samples of the dataset (every shard together). */
+SOPHON_API size_t sophon_loader_dataset_size(const sophon_loader *l);
+
+/* Waits for operations in flight, stops the threads, disconnects and frees. NULL is a no-op. */
+SOPHON_API void sophon_loader_close(sophon_loader *l);
+
 #ifdef __cplusplus
 }
 #endif

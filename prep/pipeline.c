@@ -141,6 +141,16 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
     return 0;
 }
 
+/*
+ * ToTensor divides by 255 in float32, Normalize subtracts then divides in float32: three rounded
+ * float operations, in that order. The one place f32 values are made, for sophon_prep_run and
+ * sophon_prep_normalize alike, so that both give the same bytes.
+ */
+static inline float normalize(uint8_t v, const struct sophon_prep_params *p, uint32_t c)
+{
+    return ((float)v / 255.0f - p->mean[c]) / p->std[c];
+}
+
 /* Write one finished RGB output row: mirrored if asked, as bytes or normalized planes. */
 static void store_row(struct pipeline *pl, const uint8_t *rgb, uint32_t yy)
 {
@@ -158,20 +168,51 @@ static void store_row(struct pipeline *pl, const uint8_t *rgb, uint32_t yy)
             memcpy(dst + (size_t)(w - 1 - x) * 3, rgb + (size_t)x * 3, 3);
         return;
     }
-    /*
-     * CHW float planes. ToTensor divides by 255 in float32, Normalize subtracts then divides in
-     * float32: three rounded float operations, in that order.
-     */
     for (c = 0; c < 3; c++) {
         uint8_t *plane = pl->out + ((size_t)c * p->out_h + yy) * w * sizeof(float);
 
         for (x = 0; x < w; x++) {
-            float f = ((float)rgb[(size_t)x * 3 + c] / 255.0f - p->mean[c]) / p->std[c];
+            float f = normalize(rgb[(size_t)x * 3 + c], p, c);
             uint32_t xo = p->flip ? w - 1 - x : x;
 
             memcpy(plane + (size_t)xo * sizeof(float), &f, sizeof(f));
         }
     }
+}
+
+int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
+                          const struct sophon_prep_params *p)
+{
+    struct sophon_prep_params f32;
+    uint32_t w, h, x, y, c;
+
+    if (out == NULL || hwc == NULL || p == NULL)
+        return -EINVAL;
+    f32 = *p;
+    f32.format = SOPHON_FORMAT_F32;
+    if (sophon_prep_output_size(&f32) == 0)
+        return -EINVAL;
+    for (c = 0; c < 3; c++)
+        if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
+            return -EINVAL;
+    if (sophon_prep_output_size(&f32) > out_cap)
+        return -ERANGE;
+    w = p->out_w;
+    h = p->out_h;
+    /* The u8 output is already flipped: the planes follow it pixel for pixel. */
+    for (c = 0; c < 3; c++) {
+        for (y = 0; y < h; y++) {
+            uint8_t *row = out + ((size_t)c * h + y) * w * sizeof(float);
+            const uint8_t *src = hwc + (size_t)y * w * 3 + c;
+
+            for (x = 0; x < w; x++) {
+                float f = normalize(src[(size_t)x * 3], p, c);
+
+                memcpy(row + (size_t)x * sizeof(float), &f, sizeof(f));
+            }
+        }
+    }
+    return 0;
 }
 
 static uint8_t *ring_row(struct pipeline *pl, uint32_t box_row)

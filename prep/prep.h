@@ -140,6 +140,15 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
                     const struct sophon_prep_params *p, const struct sophon_limits *lim, char *err,
                     size_t errlen);
 
+/*
+ * sophon_prep_normalize - the f32 output of request p from its u8 output: hwc holds the
+ * p->out_h x p->out_w x 3 bytes sophon_prep_run wrote for p with format U8 (already flipped);
+ * out gets exactly the bytes sophon_prep_run writes for p with format F32 (p->format is ignored),
+ * out_cap >= out_w * out_h * 12. Returns 0, -EINVAL (NULL, bad size or normalization) or -ERANGE.
+ */
+int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
+                          const struct sophon_prep_params *p);
+
 /* Static names for enum values ("ycbcr", "420", ...); "unknown" / "other" when out of range. */
 const char *sophon_colorspace_name(int cs);
 const char *sophon_subsampling_name(int ss);

@@ -576,6 +576,14 @@ static void test_f32_is_normalized_u8(void **state)
                 want = (u8[((size_t)y * p.out_w + x) * 3 + c] / 255.0 - p.mean[c]) / p.std[c];
                 assert_true(fabsf(got - want) <= 1e-6f * fmaxf(1.0f, fabsf(want)));
             }
+    /* The client's u8 -> f32 tail gives the pipeline's f32 bytes exactly (flip included). */
+    uint8_t *tail = malloc(n32);
+    assert_int_equal(sophon_prep_normalize(tail, n32, u8, &p), 0);
+    assert_memory_equal(tail, f32, n32);
+    assert_int_equal(sophon_prep_normalize(tail, n32 - 1, u8, &p), -ERANGE);
+    p.std[1] = 0.0f;
+    assert_int_equal(sophon_prep_normalize(tail, n32, u8, &p), -EINVAL);
+    free(tail);
     free(u8);
     free(f32);
     free(j.data);

@@ -1,0 +1,414 @@
+/*
+ * cmd_load.c - `sophon load`: training epochs of a dataset through libsophon's loader, with what
+ * each epoch cost next to what the planner predicted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "progress.h"
+#include "sophon.h"
+
+static const char usage[] =
+    "Usage: sophon load -p POOL [--dataset NAME] [--policy P] [--epochs E] [--batch B]\n"
+    "                   [--shard R/N] [--out DIR | --discard] [options]\n"
+    "Loads training epochs of a dataset (`sophon put --dataset NAME --labels-from-dirs`, then\n"
+    "`sophon profile`), each sample prepared in its OSD or here as the plan of policy P says,\n"
+    "and prints per epoch: samples/s, bytes received by stage, the offloaded share, retries and\n"
+    "fallbacks, failures, and the planner's prediction next to what was measured.\n\n"
+    "      --dataset NAME      the dataset (default: the pool's name)\n"
+    "      --policy P          none, all, resize, sophon, selective (default), oracle\n"
+    "      --epochs E          epochs to load (default 1), numbered from --first-epoch (0)\n"
+    "      --seed S            shuffle and crop seed (default 0)\n"
+    "      --batch B           samples per batch (default 32)\n"
+    "      --shard R/N         this process is rank R of N loaders splitting each epoch\n"
+    "      --format F          f32 (CHW float32, default) or u8 (HWC bytes)\n"
+    "      --out DIR           write DIR/epoch-E.data (samples in order) and DIR/epoch-E.index\n"
+    "                          (position, dataset index, label, errno, object per line)\n"
+    "      --discard           keep nothing (the default)\n"
+    "      --window W          RADOS operations in flight (default 32)\n"
+    "      --threads T         local worker threads (default: the online CPUs)\n"
+    "      --net RATE          bandwidth the plan assumes (default 1Gbit)\n"
+    "      --storage-cores N   OSD cores the plan may use (default 4)\n"
+    "      --client-cores N    client cores the plan assumes (default: --threads)\n"
+    "      --retries N         retries of a failed operation before the local path (default 4)\n"
+    "      --backoff-ms MS     first retry's delay, doubled each time (default 100)\n"
+    "      --op-timeout S      librados operation timeout in seconds (default 30)\n"
+    "      --no-adapt          plan every epoch from the profile, not from measured CPU "
+    "times\n\n" CLI_COMMON_HELP;
+
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int parse_shard(const struct cli *c, const char *s, unsigned *rank, unsigned *world)
+{
+    unsigned long r, n;
+    char *end;
+    errno = 0;
+    r = strtoul(s, &end, 10);
+    if (end != s && *end == '/' && errno == 0) {
+        const char *t = end + 1;
+        n = strtoul(t, &end, 10);
+        if (end != t && *end == '\0' && errno == 0 && n > 0 && n <= 65536 && r < n) {
+            *rank = (unsigned)r;
+            *world = (unsigned)n;
+            return 0;
+        }
+    }
+    cli_error(c, "--shard wants R/N with R < N, e.g. 0/2, not '%s'", s);
+    return -1;
+}
+
+static int parse_double(const struct cli *c, const char *what, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !(v > 0)) {
+        cli_error(c, "%s wants a number > 0, not '%s'", what, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Files of one epoch under --out. */
+struct epoch_out {
+    FILE *data, *index;
+};
+
+static int out_open(const struct cli *c, struct epoch_out *eo, const char *dir, uint64_t epoch)
+{
+    char path[4096];
+    eo->data = eo->index = NULL;
+    if (dir == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s/epoch-%llu.data", dir, (unsigned long long)epoch);
+    eo->data = fopen(path, "wb");
+    snprintf(path, sizeof(path), "%s/epoch-%llu.index", dir, (unsigned long long)epoch);
+    eo->index = eo->data != NULL ? fopen(path, "w") : NULL;
+    if (eo->index == NULL) {
+        cli_error(c, "cannot write %s: %s", path, strerror(errno));
+        if (eo->data != NULL)
+            fclose(eo->data);
+        eo->data = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int out_batch(struct epoch_out *eo, const struct sophon_batch *b)
+{
+    if (eo->data == NULL)
+        return 0;
+    if (fwrite(b->data, b->sample_bytes, b->n, eo->data) != b->n)
+        return -1;
+    for (size_t k = 0; k < b->n; k++)
+        fprintf(eo->index, "%zu %llu %d %d %s\n", b->first + k, (unsigned long long)b->indices[k],
+                (int)b->labels[k], b->errors[k], b->names[k]);
+    return 0;
+}
+
+static int out_close(struct epoch_out *eo)
+{
+    int r = 0;
+    if (eo->data != NULL && fclose(eo->data) != 0)
+        r = -1;
+    if (eo->index != NULL && fclose(eo->index) != 0)
+        r = -1;
+    eo->data = eo->index = NULL;
+    return r;
+}
+
+static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy)
+{
+    static const char *const stage[3] = {"stored", "u8", "f32"};
+    uint64_t total = st->samples + st->failed;
+    double secs = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
+    printf("epoch %llu (%s): %llu samples in %.2f s, %.1f samples/s; %llu failed\n",
+           (unsigned long long)st->epoch, policy, (unsigned long long)total, st->elapsed_s,
+           (double)total / secs, (unsigned long long)st->failed);
+    printf("  received %.2f MB:", (double)st->bytes_received / 1e6);
+    for (int s = 0; s < 3; s++)
+        printf("%s %s %.2f MB (%llu)", s ? "," : "", stage[s], (double)st->bytes_by_stage[s] / 1e6,
+               (unsigned long long)st->samples_by_stage[s]);
+    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu%s\n",
+           (unsigned long long)st->offloaded, (unsigned long long)total,
+           total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
+           (unsigned long long)st->retries, (unsigned long long)st->fallbacks,
+           st->class_available ? "" : " (class unavailable: local path)");
+    double dev = st->predicted_bytes
+                     ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
+                           (double)st->predicted_bytes
+                     : 0.0;
+    printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, client %.2f); "
+           "measured: %.2f MB (%+.2f%%), %.2f s\n",
+           (double)st->predicted_bytes / 1e6, st->predicted_epoch_s, st->storage_speed,
+           st->client_speed, (double)st->bytes_received / 1e6, dev, st->elapsed_s);
+    printf("  CPU: client process %.2f s (%.2f ms/sample, %.0f samples/s per core), loader "
+           "workers %.2f s, OSDs %.2f s\n",
+           cpu_s, total ? cpu_s * 1e3 / (double)total : 0.0, cpu_s > 0 ? (double)total / cpu_s : 0,
+           (double)st->client_cpu_ns / 1e9, (double)st->osd_cpu_ns / 1e9);
+    /* One line for scripts. */
+    printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
+           "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
+           "osd_cpu=%.3f\n",
+           policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
+           (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
+           (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
+           (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
+           (double)st->osd_cpu_ns / 1e9);
+}
+
+int cmd_load(int argc, char **argv)
+{
+    enum {
+        OPT_DATASET = CLI_OPT_FIRST_CMD,
+        OPT_POLICY,
+        OPT_EPOCHS,
+        OPT_FIRST_EPOCH,
+        OPT_SEED,
+        OPT_BATCH,
+        OPT_SHARD,
+        OPT_FORMAT,
+        OPT_OUT,
+        OPT_DISCARD,
+        OPT_WINDOW,
+        OPT_THREADS,
+        OPT_NET,
+        OPT_STORAGE,
+        OPT_CLIENT,
+        OPT_RETRIES,
+        OPT_BACKOFF,
+        OPT_TIMEOUT,
+        OPT_NO_ADAPT,
+    };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"dataset", required_argument, NULL, OPT_DATASET},
+        {"policy", required_argument, NULL, OPT_POLICY},
+        {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"first-epoch", required_argument, NULL, OPT_FIRST_EPOCH},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"discard", no_argument, NULL, OPT_DISCARD},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"net", required_argument, NULL, OPT_NET},
+        {"storage-cores", required_argument, NULL, OPT_STORAGE},
+        {"client-cores", required_argument, NULL, OPT_CLIENT},
+        {"retries", required_argument, NULL, OPT_RETRIES},
+        {"backoff-ms", required_argument, NULL, OPT_BACKOFF},
+        {"op-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"no-adapt", no_argument, NULL, OPT_NO_ADAPT},
+        {NULL, 0, NULL, 0}};
+    struct cli c = {.prog = "sophon load"};
+    struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
+    sophon_loader *l = NULL;
+    const char *dataset = NULL, *out_dir = NULL;
+    uint64_t epochs = 1, first = 0, seed = 0, v;
+    int opt, r, code = 1, discard = 0;
+
+    o.format = SOPHON_SAMPLE_F32;
+    o.world = 1;
+    o.batch_size = 32;
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case OPT_DATASET:
+            dataset = optarg;
+            continue;
+        case OPT_POLICY:
+            o.policy = optarg;
+            if (strcmp(optarg, "none") != 0 && strcmp(optarg, "all") != 0 &&
+                strcmp(optarg, "resize") != 0 && strcmp(optarg, "sophon") != 0 &&
+                strcmp(optarg, "selective") != 0 && strcmp(optarg, "oracle") != 0) {
+                cli_error(&c,
+                          "--policy wants none, all, resize, sophon, selective or oracle, "
+                          "not '%s'",
+                          optarg);
+                return 2;
+            }
+            continue;
+        case OPT_EPOCHS:
+            if (cli_parse_u64(&c, "--epochs", optarg, 1000000, &epochs) < 0)
+                return 2;
+            continue;
+        case OPT_FIRST_EPOCH:
+            if (cli_parse_u64(&c, "--first-epoch", optarg, UINT32_MAX, &first) < 0)
+                return 2;
+            continue;
+        case OPT_SEED:
+            if (cli_parse_u64(&c, "--seed", optarg, UINT64_MAX, &seed) < 0)
+                return 2;
+            continue;
+        case OPT_BATCH:
+            if (cli_parse_u64(&c, "--batch", optarg, 65536, &v) < 0 || v == 0)
+                return 2;
+            o.batch_size = (unsigned)v;
+            continue;
+        case OPT_SHARD:
+            if (parse_shard(&c, optarg, &o.rank, &o.world) < 0)
+                return 2;
+            continue;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "u8") == 0)
+                o.format = SOPHON_SAMPLE_U8;
+            else if (strcmp(optarg, "f32") == 0)
+                o.format = SOPHON_SAMPLE_F32;
+            else {
+                cli_error(&c, "--format wants u8 or f32, not '%s'", optarg);
+                return 2;
+            }
+            continue;
+        case OPT_OUT:
+            out_dir = optarg;
+            continue;
+        case OPT_DISCARD:
+            discard = 1;
+            continue;
+        case OPT_WINDOW:
+            if (cli_parse_u64(&c, "--window", optarg, 4096, &v) < 0 || v == 0)
+                return 2;
+            o.window = (unsigned)v;
+            continue;
+        case OPT_THREADS:
+            if (cli_parse_u64(&c, "--threads", optarg, 256, &v) < 0 || v == 0)
+                return 2;
+            o.threads = (unsigned)v;
+            continue;
+        case OPT_NET:
+            if (cli_parse_rate(optarg, &o.bandwidth_Bps) < 0) {
+                cli_error(&c, "--net wants a rate such as 500Mbit, 10Gbit or 100MB, not '%s'",
+                          optarg);
+                return 2;
+            }
+            continue;
+        case OPT_STORAGE:
+            if (parse_double(&c, "--storage-cores", optarg, &o.storage_cores) < 0)
+                return 2;
+            continue;
+        case OPT_CLIENT:
+            if (parse_double(&c, "--client-cores", optarg, &o.client_cores) < 0)
+                return 2;
+            continue;
+        case OPT_RETRIES:
+            if (cli_parse_u64(&c, "--retries", optarg, 100, &v) < 0 || v == 0)
+                return 2;
+            o.retries = (unsigned)v;
+            continue;
+        case OPT_BACKOFF:
+            if (cli_parse_u64(&c, "--backoff-ms", optarg, 60000, &v) < 0 || v == 0)
+                return 2;
+            o.backoff_ms = (unsigned)v;
+            continue;
+        case OPT_TIMEOUT:
+            if (cli_parse_u64(&c, "--op-timeout", optarg, 3600, &v) < 0 || v == 0)
+                return 2;
+            o.op_timeout_s = (unsigned)v;
+            continue;
+        case OPT_NO_ADAPT:
+            o.no_adapt = 1;
+            continue;
+        }
+        r = cli_common_option(&c, opt, optarg);
+        if (r <= 0) {
+            if (r == 0)
+                fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (c.pool == NULL || optind != argc) {
+        cli_error(&c, "want a pool: sophon load -p POOL [--dataset NAME]");
+        return 2;
+    }
+    if (out_dir != NULL && discard) {
+        cli_error(&c, "--out and --discard exclude each other");
+        return 2;
+    }
+    if (out_dir != NULL && mkdir(out_dir, 0777) < 0 && errno != EEXIST) {
+        cli_error(&c, "cannot create %s: %s", out_dir, strerror(errno));
+        return 1;
+    }
+    if (dataset == NULL)
+        dataset = c.pool;
+    /* --id X and -n client.X both name client.X; the loader takes the id. */
+    const char *id = c.name != NULL && strncmp(c.name, "client.", 7) == 0 ? c.name + 7 : c.name;
+    o.keyring = c.keyring;
+    r = sophon_loader_open(&l, c.conf, id, c.pool, dataset, &o);
+    if (r < 0) {
+        cli_error(&c, "cannot load dataset %s from pool %s: %s", dataset, c.pool, strerror(-r));
+        return 1;
+    }
+    const char *policy = o.policy != NULL ? o.policy : "selective";
+    printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", dataset,
+           sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world, o.batch_size,
+           o.format == SOPHON_SAMPLE_F32 ? "f32" : "u8");
+    fflush(stdout);
+    code = 0;
+    for (uint64_t e = first; e < first + epochs; e++) {
+        struct epoch_out eo;
+        struct progress pr;
+        struct sophon_loader_stats st = {.version = SOPHON_LOADER_OPTIONS_VERSION};
+        const struct sophon_batch *b;
+        char what[64];
+        if (out_open(&c, &eo, out_dir, e) < 0) {
+            code = 1;
+            break;
+        }
+        double cpu0 = process_cpu_s();
+        r = sophon_loader_epoch_start(l, seed, e);
+        if (r < 0) {
+            cli_error(&c, "cannot start epoch %llu: %s", (unsigned long long)e, strerror(-r));
+            out_close(&eo);
+            code = 1;
+            break;
+        }
+        snprintf(what, sizeof(what), "epoch %llu", (unsigned long long)e);
+        size_t expect = sophon_loader_dataset_size(l);
+        expect = expect / o.world + (o.rank < expect % o.world);
+        progress_start(&pr, what, expect);
+        while ((r = sophon_loader_next(&b, l)) == 1) {
+            if (out_batch(&eo, b) < 0) {
+                cli_error(&c, "cannot write the batches to %s: %s", out_dir, strerror(errno));
+                r = -EIO;
+                break;
+            }
+            progress_add(&pr, b->n, (uint64_t)b->n * b->sample_bytes);
+        }
+        progress_end(&pr);
+        double cpu = process_cpu_s() - cpu0;
+        if (out_close(&eo) < 0 && r >= 0) {
+            cli_error(&c, "cannot write the batches to %s", out_dir);
+            r = -EIO;
+        }
+        if (r < 0) {
+            if (r != -EIO)
+                cli_error(&c, "epoch %llu: %s", (unsigned long long)e, strerror(-r));
+            code = 1;
+            break;
+        }
+        sophon_loader_stats_get(&st, l);
+        report(&st, cpu, policy);
+        if (st.failed > 0)
+            code = 1;
+        fflush(stdout);
+    }
+    sophon_loader_close(l);
+    return code;
+}

@@ -1,0 +1,910 @@
+/*
+ * loader.c - sophon_loader: training epochs of a dataset, placed per the selector's plan.
+ *
+ * Three kinds of threads share one mutex:
+ *  - the dispatcher issues RADOS operations in sampler order, at most `window` in flight, and
+ *    sends again, when their backoff has passed, the samples a worker asked to retry;
+ *  - librados calls back when an operation completes; the callback only queues the sample;
+ *  - workers finish queued samples with prep/ (decode here, or normalize an OSD's u8 output, or
+ *    copy an OSD's f32 output) straight into the batch buffer of the sample's position.
+ * The caller's thread waits in sophon_loader_next for the batch it wants, in order.
+ *
+ * Batch buffers form a ring of nbufs batches; position p of the epoch is written into buffer
+ * (p / B) % nbufs at row p % B. A position is issued only when its buffer is no longer held by
+ * the caller, which bounds memory to nbufs * B samples whatever the OSDs do.
+ */
+#define _GNU_SOURCE /* CLOCK_THREAD_CPUTIME_ID, pthread_condattr_setclock */
+#include "sophon.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "epoch_order.h"
+#include "remote.h"
+#include "sampler.h"
+#include "selector.h"
+#include "wire.h"
+
+/* Objects larger than this are refused rather than read (as the class refuses them). */
+#define OBJECT_MAX (64u << 20)
+/* A retry waits at most this long, however many came before it. */
+#define BACKOFF_MAX_S 5.0
+
+enum slot_state { SLOT_IDLE, SLOT_INFLIGHT, SLOT_QUEUED, SLOT_WORKING, SLOT_RETRY, SLOT_DONE };
+
+/* One position of the epoch on its way to a batch. */
+struct slot {
+    struct sophon_loader *l;
+    int state;
+    uint64_t pos, index;
+    int stage;   /* what this attempt asks the OSD for: STORED (a plain read), U8 or F32 */
+    int planned; /* the plan's stage */
+    unsigned attempts;
+    double not_before; /* monotonic seconds, for a retry */
+    int rc;            /* the operation's result (bytes read for a plain read) */
+    struct sophon_prep_params p;
+    rados_completion_t c;
+    rados_read_op_t rop;
+    char *resp; /* exec reply, librados' */
+    size_t resp_len;
+    int prval;
+    uint8_t *raw; /* plain read, ours */
+    size_t raw_cap;
+    struct slot *next; /* work queue or retry list */
+};
+
+struct batchbuf {
+    uint8_t *data;
+    int32_t *labels;
+    const char **names;
+    uint64_t *indices;
+    int *errors;
+    size_t done, failed;
+};
+
+struct sophon_loader {
+    struct sophon_loader_options o;
+    int policy;
+    rados_t cluster;
+    rados_ioctx_t io;
+    struct sophon_dataset ds;
+    size_t sample_bytes;
+
+    pthread_mutex_t mu, log_mu;
+    pthread_cond_t cv_disp, cv_work, cv_done;
+    pthread_t dispatcher, *workers;
+    unsigned nworkers;
+    int threads_started, stop;
+
+    /* The epoch; everything below is guarded by mu. */
+    int running;
+    uint64_t seed, epoch;
+    uint64_t *order;
+    size_t m;
+    struct sophon_plan *plan;
+    uint64_t issued, delivered, released;
+    unsigned inflight, busy;
+    struct slot *slots;
+    size_t nslots;
+    struct batchbuf *bufs;
+    unsigned nbufs;
+    struct slot *work_head, *work_tail, *retry;
+    struct sophon_batch out;
+    int class_ok, class_warned;
+    struct sophon_loader_stats st;
+    double t0;
+    /* Online profiling: model seconds (reference core) against measured CPU seconds, over every
+     * epoch so far. */
+    double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
+    double storage_speed, client_speed;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void say(struct sophon_loader *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(struct sophon_loader *l, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&l->log_mu);
+    if (l->o.log != NULL)
+        l->o.log(l->o.log_arg, line);
+    else
+        fprintf(stderr, "sophon: %s\n", line);
+    pthread_mutex_unlock(&l->log_mu);
+}
+
+static const struct sophon_record *record(const struct sophon_loader *l, uint64_t index)
+{
+    return sophon_records_get(l->ds.records, (size_t)index);
+}
+
+/* ---- operations ------------------------------------------------------------------------------ */
+
+/* Queues a slot for the workers (mu held). */
+static void enqueue_work(struct sophon_loader *l, struct slot *s)
+{
+    s->state = SLOT_QUEUED;
+    s->next = NULL;
+    if (l->work_tail != NULL)
+        l->work_tail->next = s;
+    else
+        l->work_head = s;
+    l->work_tail = s;
+    pthread_cond_signal(&l->cv_work);
+}
+
+static void on_complete(rados_completion_t c, void *arg)
+{
+    struct slot *s = arg;
+    struct sophon_loader *l = s->l;
+    int r = rados_aio_get_return_value(c);
+    if (r >= 0 && s->stage != SOPHON_STAGE_STORED && s->prval < 0)
+        r = s->prval;
+    pthread_mutex_lock(&l->mu);
+    s->rc = r;
+    l->inflight--;
+    enqueue_work(l, s);
+    pthread_cond_signal(&l->cv_disp);
+    if (!l->running)
+        pthread_cond_broadcast(&l->cv_done); /* drain() waits for the last one */
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Starts the slot's operation (mu not held). On a synchronous failure the slot is queued with
+ * that error, as if the operation had completed with it. */
+static void issue(struct sophon_loader *l, struct slot *s)
+{
+    const struct sophon_record *rec = record(l, s->index);
+    int r = rados_aio_create_completion2(s, on_complete, &s->c);
+    if (r < 0)
+        goto failed;
+    if (s->stage == SOPHON_STAGE_STORED) {
+        /* One byte more than recorded: a longer read tells that the object grew since. */
+        s->raw_cap = rec->stored_bytes + 1;
+        s->raw = malloc(s->raw_cap);
+        if (s->raw == NULL) {
+            r = -ENOMEM;
+            goto failed;
+        }
+        r = rados_aio_read(l->io, rec->name, s->c, (char *)s->raw, s->raw_cap, 0);
+    } else {
+        uint8_t req[SOPHON_REQUEST_LEN];
+        struct sophon_prep_params p = s->p;
+        p.format = s->stage == SOPHON_STAGE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+        r = sophon_request_encode(req, sizeof(req), &p);
+        if (r < 0)
+            goto failed;
+        s->rop = rados_create_read_op();
+        if (s->rop == NULL) {
+            r = -ENOMEM;
+            goto failed;
+        }
+        s->resp = NULL;
+        s->resp_len = 0;
+        s->prval = 0;
+        /* librados copies the request; the reply is allocated by it (rados_buffer_free). */
+        rados_read_op_exec(s->rop, "sophon", "prep", (const char *)req, sizeof(req), &s->resp,
+                           &s->resp_len, &s->prval);
+        r = rados_aio_read_op_operate(s->rop, l->io, s->c, rec->name, 0);
+    }
+    if (r == 0)
+        return;
+failed:
+    pthread_mutex_lock(&l->mu);
+    s->rc = r;
+    l->inflight--;
+    enqueue_work(l, s);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Frees what one attempt held. */
+static void release_attempt(struct slot *s)
+{
+    if (s->c != NULL)
+        rados_aio_release(s->c);
+    if (s->rop != NULL)
+        rados_release_read_op(s->rop);
+    if (s->resp != NULL)
+        rados_buffer_free(s->resp);
+    free(s->raw);
+    s->c = NULL;
+    s->rop = NULL;
+    s->resp = NULL;
+    s->raw = NULL;
+}
+
+/* The positions whose buffer is free: not held by the caller, and not a batch still unread. */
+static int can_issue(const struct sophon_loader *l)
+{
+    size_t b = l->o.batch_size;
+    return l->issued < l->m && l->issued / b < l->released / b + l->nbufs;
+}
+
+static void *dispatcher_main(void *arg)
+{
+    struct sophon_loader *l = arg;
+    struct slot **batch = malloc(l->o.window * sizeof(*batch));
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop) {
+        size_t k = 0;
+        double now = now_s(), wake = INFINITY;
+        if (batch != NULL && l->running) {
+            /* Retries first: they are the oldest positions. */
+            for (struct slot **pp = &l->retry; *pp != NULL && l->inflight < l->o.window;) {
+                struct slot *s = *pp;
+                if (s->not_before > now) {
+                    wake = fmin(wake, s->not_before);
+                    pp = &s->next;
+                    continue;
+                }
+                *pp = s->next;
+                s->state = SLOT_INFLIGHT;
+                l->inflight++;
+                batch[k++] = s;
+            }
+            while (l->inflight < l->o.window && can_issue(l)) {
+                struct slot *s = &l->slots[l->issued % l->nslots];
+                const struct sophon_record *rec;
+                memset(s, 0, sizeof(*s));
+                s->l = l;
+                s->pos = l->issued++;
+                s->index = l->order[s->pos];
+                s->planned = l->plan->stage[s->index];
+                s->stage = l->class_ok ? s->planned : SOPHON_STAGE_STORED;
+                rec = record(l, s->index);
+                s->p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
+                sophon_draw_crop(&s->p, l->seed, l->epoch, s->index, rec->width, rec->height, NULL);
+                s->p.format =
+                    l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+                s->state = SLOT_INFLIGHT;
+                l->inflight++;
+                batch[k++] = s;
+            }
+        }
+        if (k > 0) {
+            pthread_mutex_unlock(&l->mu);
+            for (size_t i = 0; i < k; i++)
+                issue(l, batch[i]);
+            pthread_mutex_lock(&l->mu);
+            continue;
+        }
+        if (isfinite(wake)) {
+            struct timespec ts = {(time_t)wake, (long)((wake - floor(wake)) * 1e9)};
+            pthread_cond_timedwait(&l->cv_disp, &l->mu, &ts);
+        } else {
+            pthread_cond_wait(&l->cv_disp, &l->mu);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(batch);
+    return NULL;
+}
+
+/* ---- workers --------------------------------------------------------------------------------- */
+
+enum outcome { DONE, RETRY };
+
+/* What a worker found, applied to the loader's state under mu. */
+struct result {
+    enum outcome what;
+    int err;        /* DONE: 0 or the sample's negative errno */
+    uint64_t bytes; /* received */
+    int got_stage;  /* the stage that came back, for bytes_by_stage */
+    uint64_t osd_cpu_ns, client_cpu_ns;
+    double storage_model_s, client_model_s; /* the model's seconds for what was measured */
+    int retried, class_missing;
+};
+
+/* Errors that say the class cannot serve this client at all. */
+static int class_unusable(int r)
+{
+    return r == -EOPNOTSUPP || r == -EPERM;
+}
+
+/* Errors that another attempt may not see: a down OSD, a timeout, a connection reset. */
+static int transient(int r)
+{
+    return r == -ETIMEDOUT || r == -EIO || r == -EAGAIN || r == -ESHUTDOWN || r == -ENOTCONN ||
+           r == -ECONNRESET || r == -ECANCELED || r == -EINTR;
+}
+
+/* The model's client seconds for finishing from `stage` to the loader's format. */
+static double client_model(const struct sophon_loader *l, const struct sophon_record *rec,
+                           int stage)
+{
+    double s = rec->stage[stage].client_cpu_s;
+    if (l->o.format == SOPHON_SAMPLE_U8)
+        s -= rec->stage[SOPHON_STAGE_U8].client_cpu_s;
+    return s > 0 ? s : 0;
+}
+
+static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out, struct result *res)
+{
+    const struct sophon_record *rec = record(l, s->index);
+    uint8_t *jpeg = s->raw, *whole = NULL;
+    size_t len = (size_t)s->rc;
+    char err[256] = "";
+    if (len > rec->stored_bytes) {
+        /* The object grew since it was profiled: read all of it. */
+        int r = sophon__read_object(&whole, &len, l->io, rec->name, OBJECT_MAX);
+        if (r < 0) {
+            res->err = r;
+            say(l, "%s: cannot read (%s)", rec->name, strerror(-r));
+            return;
+        }
+        jpeg = whole;
+    }
+    res->bytes = len;
+    res->got_stage = SOPHON_STAGE_STORED;
+    uint64_t t0 = thread_cpu_ns();
+    int r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
+    res->client_cpu_ns = thread_cpu_ns() - t0;
+    res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED);
+    free(whole);
+    if (r < 0) {
+        res->err = r;
+        say(l, "%s: cannot prepare (%s): %s", rec->name, strerror(-r), err);
+    }
+}
+
+static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *out,
+                             struct result *res)
+{
+    const struct sophon_record *rec = record(l, s->index);
+    struct sophon_response h;
+    const uint8_t *payload;
+    int want = s->stage == SOPHON_STAGE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+    res->bytes = s->resp_len;
+    res->got_stage = s->stage;
+    if (sophon_response_decode(&h, &payload, (const uint8_t *)s->resp, s->resp_len) < 0 ||
+        h.format != want || h.width != SOPHON_LOADER_SIDE || h.height != SOPHON_LOADER_SIDE ||
+        h.flip != s->p.flip) {
+        res->err = -EPROTO;
+        say(l, "%s: the OSD's reply is not the sample asked for (%s)", rec->name, strerror(EPROTO));
+        return;
+    }
+    res->osd_cpu_ns = h.cpu_ns;
+    res->storage_model_s = rec->stage[s->stage].storage_cpu_s;
+    uint64_t t0 = thread_cpu_ns();
+    if (want == SOPHON_FORMAT_U8 && l->o.format == SOPHON_SAMPLE_F32) {
+        res->err = sophon_prep_normalize(out, l->sample_bytes, payload, &s->p);
+        res->client_model_s = client_model(l, rec, s->stage);
+    } else {
+        memcpy(out, payload, l->sample_bytes);
+    }
+    res->client_cpu_ns = thread_cpu_ns() - t0;
+}
+
+/* Decides what to do with one completed attempt. */
+static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struct result *res)
+{
+    const struct sophon_record *rec = record(l, s->index);
+    int r = s->rc;
+    memset(res, 0, sizeof(*res));
+    res->what = DONE;
+    if (r >= 0) {
+        if (s->stage == SOPHON_STAGE_STORED)
+            finish_stored(l, s, out, res);
+        else
+            finish_offloaded(l, s, out, res);
+        return;
+    }
+    if (s->stage != SOPHON_STAGE_STORED && class_unusable(r)) {
+        /* No class, or a key that may not call it: this and every later sample go local. */
+        res->class_missing = 1;
+        res->what = RETRY;
+        s->stage = SOPHON_STAGE_STORED;
+        s->attempts = 0;
+        s->not_before = 0;
+        return;
+    }
+    if (transient(r)) {
+        if (s->attempts < l->o.retries) {
+            double delay = l->o.backoff_ms / 1e3 * ldexp(1.0, (int)s->attempts);
+            s->attempts++;
+            s->not_before = now_s() + fmin(delay, BACKOFF_MAX_S);
+            res->what = RETRY;
+            res->retried = 1;
+            say(l, "%s: %s, retry %u of %u in %.2f s", rec->name, strerror(-r), s->attempts,
+                l->o.retries, fmin(delay, BACKOFF_MAX_S));
+            return;
+        }
+        if (s->stage != SOPHON_STAGE_STORED) {
+            /* The OSD did not answer in time however often asked: read and prepare here. */
+            say(l, "%s: %s after %u retries, preparing it here", rec->name, strerror(-r),
+                s->attempts);
+            s->stage = SOPHON_STAGE_STORED;
+            s->attempts = 0;
+            s->not_before = 0;
+            res->what = RETRY;
+            return;
+        }
+    }
+    /* Missing, corrupt or refused, or unreachable however often asked: reported, not lost. */
+    res->err = r;
+    say(l, "%s: failed: %s (%d)", rec->name, strerror(-r), r);
+}
+
+static void apply(struct sophon_loader *l, struct slot *s, const struct result *res)
+{
+    struct sophon_loader_stats *st = &l->st;
+    st->retries += (uint64_t)res->retried;
+    if (res->class_missing && l->class_ok) {
+        l->class_ok = 0;
+        st->class_available = 0;
+    }
+    if (!l->running) {
+        /* An abandoned epoch: nothing waits for this sample any more. */
+        s->state = SLOT_IDLE;
+        return;
+    }
+    if (res->what == RETRY) {
+        s->state = SLOT_RETRY;
+        s->next = l->retry;
+        l->retry = s;
+        pthread_cond_signal(&l->cv_disp);
+        return;
+    }
+    struct batchbuf *b = &l->bufs[(s->pos / l->o.batch_size) % l->nbufs];
+    size_t row = (size_t)(s->pos % l->o.batch_size);
+    b->errors[row] = res->err;
+    b->indices[row] = s->index;
+    b->labels[row] = l->ds.labels[s->index];
+    b->names[row] = record(l, s->index)->name;
+    b->done++;
+    if (res->err < 0) {
+        b->failed++;
+        st->failed++;
+    } else {
+        st->samples++;
+    }
+    /* Planned in the OSD, prepared here: the class was unusable or the OSD did not answer. */
+    if (s->planned != SOPHON_STAGE_STORED && s->stage == SOPHON_STAGE_STORED)
+        st->fallbacks++;
+    st->bytes_received += res->bytes;
+    if (res->bytes > 0) {
+        st->bytes_by_stage[res->got_stage] += res->bytes;
+        st->samples_by_stage[res->got_stage]++;
+        if (res->got_stage != SOPHON_STAGE_STORED)
+            st->offloaded++;
+    }
+    st->osd_cpu_ns += res->osd_cpu_ns;
+    st->client_cpu_ns += res->client_cpu_ns;
+    if (res->osd_cpu_ns > 0) {
+        l->storage_model_s += res->storage_model_s;
+        l->storage_meas_s += (double)res->osd_cpu_ns / 1e9;
+    }
+    if (res->client_model_s > 0 && res->client_cpu_ns > 0) {
+        l->client_model_s += res->client_model_s;
+        l->client_meas_s += (double)res->client_cpu_ns / 1e9;
+    }
+    s->state = SLOT_DONE;
+}
+
+static void *worker_main(void *arg)
+{
+    struct sophon_loader *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->stop && l->work_head == NULL)
+            pthread_cond_wait(&l->cv_work, &l->mu);
+        if (l->stop)
+            break;
+        struct slot *s = l->work_head;
+        l->work_head = s->next;
+        if (l->work_head == NULL)
+            l->work_tail = NULL;
+        s->state = SLOT_WORKING;
+        l->busy++;
+        uint8_t *out = l->bufs[(s->pos / l->o.batch_size) % l->nbufs].data +
+                       (size_t)(s->pos % l->o.batch_size) * l->sample_bytes;
+        pthread_mutex_unlock(&l->mu);
+
+        struct result res;
+        process(l, s, out, &res);
+        release_attempt(s);
+        if (res.what == DONE && res.err < 0)
+            memset(out, 0, l->sample_bytes);
+
+        pthread_mutex_lock(&l->mu);
+        if (res.class_missing && !l->class_warned) {
+            l->class_warned = 1;
+            pthread_mutex_unlock(&l->mu);
+            say(l,
+                "warning: the OSDs cannot prepare samples for this client (%s from "
+                "sophon.prep on %s: %s); preparing every sample here",
+                strerror(-s->rc), record(l, s->index)->name,
+                s->rc == -EPERM ? "the key may not call classes (osd caps need 'x')"
+                                : "the sophon class is not loaded in the OSDs");
+            pthread_mutex_lock(&l->mu);
+        }
+        l->busy--;
+        apply(l, s, &res);
+        pthread_cond_broadcast(&l->cv_done);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* ---- the API --------------------------------------------------------------------------------- */
+
+static int parse_policy(const char *name)
+{
+    if (name == NULL)
+        return SOPHON_POLICY_SELECTIVE;
+    for (int p = 0; p < SOPHON_POLICY_COUNT; p++)
+        if (strcmp(name, sophon_policy_name(p)) == 0)
+            return p;
+    return -1;
+}
+
+/* Mutexes and condition variables, first thing after allocation: say() needs log_mu. The
+ * dispatcher's timed waits are on the monotonic clock. */
+static void init_sync(struct sophon_loader *l)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->log_mu, NULL);
+    pthread_cond_init(&l->cv_disp, &ca);
+    pthread_cond_init(&l->cv_work, NULL);
+    pthread_cond_init(&l->cv_done, NULL);
+    pthread_condattr_destroy(&ca);
+}
+
+static int start_threads(struct sophon_loader *l)
+{
+    l->threads_started = 1;
+    l->workers = calloc(l->o.threads, sizeof(*l->workers));
+    if (l->workers == NULL)
+        return -ENOMEM;
+    if (pthread_create(&l->dispatcher, NULL, dispatcher_main, l) != 0)
+        return -EAGAIN;
+    l->threads_started = 2;
+    for (; l->nworkers < l->o.threads; l->nworkers++)
+        if (pthread_create(&l->workers[l->nworkers], NULL, worker_main, l) != 0)
+            return -EAGAIN;
+    return 0;
+}
+
+static int alloc_ring(struct sophon_loader *l)
+{
+    size_t b = l->o.batch_size;
+    l->nbufs = 2 + (l->o.window + (unsigned)b - 1) / (unsigned)b;
+    l->nslots = (size_t)l->nbufs * b;
+    l->slots = calloc(l->nslots, sizeof(*l->slots));
+    l->bufs = calloc(l->nbufs, sizeof(*l->bufs));
+    if (l->slots == NULL || l->bufs == NULL)
+        return -ENOMEM;
+    for (unsigned i = 0; i < l->nbufs; i++) {
+        struct batchbuf *bb = &l->bufs[i];
+        bb->data = malloc(b * l->sample_bytes);
+        bb->labels = calloc(b, sizeof(*bb->labels));
+        bb->names = calloc(b, sizeof(*bb->names));
+        bb->indices = calloc(b, sizeof(*bb->indices));
+        bb->errors = calloc(b, sizeof(*bb->errors));
+        if (bb->data == NULL || bb->labels == NULL || bb->names == NULL || bb->indices == NULL ||
+            bb->errors == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int connect_pool(struct sophon_loader *l, const char *conf, const char *client_id,
+                        const char *pool)
+{
+    char timeout[32];
+    int r = rados_create(&l->cluster, client_id != NULL ? client_id : "admin");
+    if (r < 0) {
+        l->cluster = NULL;
+        return r;
+    }
+    rados_conf_set(l->cluster, "client_mount_timeout", "30");
+    r = rados_conf_read_file(l->cluster, conf);
+    if (r == 0)
+        r = rados_conf_parse_env(l->cluster, NULL);
+    if (r == 0 && l->o.keyring != NULL)
+        r = rados_conf_set(l->cluster, "keyring", l->o.keyring);
+    snprintf(timeout, sizeof(timeout), "%u", l->o.op_timeout_s);
+    if (r == 0)
+        r = rados_conf_set(l->cluster, "rados_osd_op_timeout", timeout);
+    if (r == 0)
+        r = rados_connect(l->cluster);
+    if (r < 0) {
+        rados_shutdown(l->cluster);
+        l->cluster = NULL;
+        return r;
+    }
+    return rados_ioctx_create(l->cluster, pool, &l->io);
+}
+
+int sophon_loader_open(sophon_loader **out, const char *conf, const char *client_id,
+                       const char *pool, const char *dataset,
+                       const struct sophon_loader_options *opts)
+{
+    static const struct sophon_loader_options defaults = SOPHON_LOADER_OPTIONS_INIT;
+    char err[256] = "";
+    int r;
+
+    if (out == NULL || pool == NULL || dataset == NULL)
+        return -EINVAL;
+    if (opts == NULL)
+        opts = &defaults;
+    if (opts->version != SOPHON_LOADER_OPTIONS_VERSION)
+        return -EINVAL;
+    struct sophon_loader_options o = *opts;
+    if (o.world == 0)
+        o.world = 1;
+    if (o.batch_size == 0)
+        o.batch_size = 32;
+    if (o.window == 0)
+        o.window = 32;
+    if (o.threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = n > 0 && n < 256 ? (unsigned)n : 1;
+    }
+    if (o.bandwidth_Bps == 0)
+        o.bandwidth_Bps = 1e9 / 8;
+    if (o.storage_cores == 0)
+        o.storage_cores = 4;
+    if (o.client_cores == 0)
+        o.client_cores = o.threads;
+    if (o.retries == 0)
+        o.retries = 4;
+    if (o.backoff_ms == 0)
+        o.backoff_ms = 100;
+    if (o.op_timeout_s == 0)
+        o.op_timeout_s = 30;
+    int policy = parse_policy(o.policy);
+    if (o.rank >= o.world || policy < 0 ||
+        (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size > 65536 ||
+        o.window > 4096 || o.threads > 256 || !(o.bandwidth_Bps > 0) ||
+        !isfinite(o.bandwidth_Bps) || !(o.storage_cores >= 0) || !(o.client_cores > 0))
+        return -EINVAL;
+
+    struct sophon_loader *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return -ENOMEM;
+    init_sync(l);
+    l->o = o;
+    l->policy = policy;
+    l->class_ok = 1;
+    l->sample_bytes = (size_t)SOPHON_LOADER_SIDE * SOPHON_LOADER_SIDE * 3 *
+                      (o.format == SOPHON_SAMPLE_F32 ? sizeof(float) : 1);
+    r = connect_pool(l, conf, client_id, pool);
+    if (r < 0)
+        goto fail;
+    r = sophon__dataset_read(&l->ds, l->io, dataset, err, sizeof(err));
+    if (r < 0) {
+        say(l, "dataset %s: %s", dataset, err[0] ? err : strerror(-r));
+        goto fail;
+    }
+    l->storage_speed = l->ds.storage_speed;
+    l->client_speed = 1.0;
+    r = alloc_ring(l);
+    if (r == 0)
+        r = start_threads(l);
+    if (r < 0)
+        goto fail;
+    *out = l;
+    return 0;
+fail:
+    sophon_loader_close(l);
+    return r;
+}
+
+/* Waits until nothing of the current epoch is in flight or queued (mu held). */
+static void drain(struct sophon_loader *l)
+{
+    l->running = 0;
+    while (l->inflight > 0 || l->busy > 0 || l->work_head != NULL) {
+        /* Queued samples of an abandoned epoch still need their buffers released. */
+        while (l->work_head != NULL) {
+            struct slot *s = l->work_head;
+            l->work_head = s->next;
+            release_attempt(s);
+            s->state = SLOT_IDLE;
+        }
+        l->work_tail = NULL;
+        if (l->inflight > 0 || l->busy > 0)
+            pthread_cond_wait(&l->cv_done, &l->mu);
+    }
+    l->retry = NULL;
+}
+
+int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
+{
+    uint64_t *order = NULL;
+    size_t m = 0;
+    struct sophon_plan *plan = NULL;
+    if (l == NULL)
+        return -EINVAL;
+    int r = sophon__epoch_order(&order, &m, sophon_records_count(l->ds.records), seed, epoch,
+                                l->o.rank, l->o.world);
+    if (r < 0)
+        return r;
+
+    pthread_mutex_lock(&l->mu);
+    drain(l);
+    /* Online profiling: the speeds measured so far replace the profile's. */
+    if (!l->o.no_adapt && l->storage_meas_s > 0 && l->storage_model_s > 0)
+        l->storage_speed = l->storage_model_s / l->storage_meas_s;
+    if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
+        l->client_speed = l->client_model_s / l->client_meas_s;
+    struct sophon_budget budget = SOPHON_BUDGET_INIT;
+    budget.bandwidth_Bps = l->o.bandwidth_Bps;
+    budget.storage_cores = l->o.storage_cores;
+    budget.storage_speed = l->storage_speed;
+    budget.client_cores = l->o.client_cores * l->client_speed;
+    budget.final_format = l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FINAL_F32 : SOPHON_FINAL_U8;
+    budget.policy = l->policy;
+    r = sophon_plan_make(&plan, l->ds.records, &budget);
+    if (r < 0) {
+        pthread_mutex_unlock(&l->mu);
+        free(order);
+        return r;
+    }
+    sophon_plan_free(l->plan);
+    free(l->order);
+    l->plan = plan;
+    l->order = order;
+    l->m = m;
+    l->seed = seed;
+    l->epoch = epoch;
+    l->issued = l->delivered = l->released = 0;
+    for (unsigned i = 0; i < l->nbufs; i++)
+        l->bufs[i].done = l->bufs[i].failed = 0;
+    memset(&l->st, 0, sizeof(l->st));
+    l->st.epoch = epoch;
+    l->st.class_available = l->class_ok;
+    l->st.storage_speed = l->storage_speed;
+    l->st.client_speed = l->client_speed;
+    l->st.predicted_epoch_s = plan->epoch_s;
+    for (size_t k = 0; k < m; k++) {
+        l->st.predicted_bytes += plan->bytes[order[k]];
+        l->st.planned_offloaded += plan->stage[order[k]] != SOPHON_STAGE_STORED;
+    }
+    l->t0 = now_s();
+    l->running = 1;
+    pthread_cond_signal(&l->cv_disp);
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
+{
+    if (out == NULL || l == NULL)
+        return -EINVAL;
+    *out = NULL;
+    pthread_mutex_lock(&l->mu);
+    if (!l->running) {
+        pthread_mutex_unlock(&l->mu);
+        return -EINVAL;
+    }
+    /* The batch handed out last is the caller's no more. */
+    l->released = l->delivered;
+    pthread_cond_signal(&l->cv_disp);
+    if (l->delivered >= l->m) {
+        pthread_mutex_unlock(&l->mu);
+        return 0;
+    }
+    size_t b = l->o.batch_size, n = l->m - l->delivered < b ? l->m - l->delivered : b;
+    struct batchbuf *bb = &l->bufs[(l->delivered / b) % l->nbufs];
+    while (bb->done < n)
+        pthread_cond_wait(&l->cv_done, &l->mu);
+    l->out = (struct sophon_batch){
+        .n = n,
+        .first = (size_t)l->delivered,
+        .format = l->o.format,
+        .sample_bytes = l->sample_bytes,
+        .data = bb->data,
+        .labels = bb->labels,
+        .names = bb->names,
+        .indices = bb->indices,
+        .errors = bb->errors,
+        .failed = bb->failed,
+    };
+    bb->done = bb->failed = 0;
+    l->delivered += n;
+    l->st.delivered = l->delivered;
+    l->st.elapsed_s = now_s() - l->t0;
+    *out = &l->out;
+    pthread_mutex_unlock(&l->mu);
+    return 1;
+}
+
+int sophon_loader_stats_get(struct sophon_loader_stats *out, sophon_loader *l)
+{
+    if (out == NULL || l == NULL || out->version != SOPHON_LOADER_OPTIONS_VERSION)
+        return -EINVAL;
+    pthread_mutex_lock(&l->mu);
+    *out = l->st;
+    if (l->running && l->delivered < l->m)
+        out->elapsed_s = now_s() - l->t0;
+    pthread_mutex_unlock(&l->mu);
+    out->version = SOPHON_LOADER_OPTIONS_VERSION;
+    return 0;
+}
+
+size_t sophon_loader_classes(const sophon_loader *l)
+{
+    return l != NULL ? l->ds.nclasses : 0;
+}
+
+const char *sophon_loader_class_name(const sophon_loader *l, size_t k)
+{
+    return l != NULL && k < l->ds.nclasses ? l->ds.classes[k] : NULL;
+}
+
+size_t sophon_loader_dataset_size(const sophon_loader *l)
+{
+    return l != NULL ? sophon_records_count(l->ds.records) : 0;
+}
+
+void sophon_loader_close(sophon_loader *l)
+{
+    if (l == NULL)
+        return;
+    if (l->threads_started) {
+        pthread_mutex_lock(&l->mu);
+        drain(l);
+        l->stop = 1;
+        pthread_cond_broadcast(&l->cv_disp);
+        pthread_cond_broadcast(&l->cv_work);
+        pthread_mutex_unlock(&l->mu);
+        if (l->threads_started > 1)
+            pthread_join(l->dispatcher, NULL);
+        for (unsigned i = 0; i < l->nworkers; i++)
+            pthread_join(l->workers[i], NULL);
+    }
+    pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->log_mu);
+    pthread_cond_destroy(&l->cv_disp);
+    pthread_cond_destroy(&l->cv_work);
+    pthread_cond_destroy(&l->cv_done);
+    free(l->workers);
+    for (unsigned i = 0; l->bufs != NULL && i < l->nbufs; i++) {
+        free(l->bufs[i].data);
+        free(l->bufs[i].labels);
+        free(l->bufs[i].names);
+        free(l->bufs[i].indices);
+        free(l->bufs[i].errors);
+    }
+    free(l->bufs);
+    free(l->slots);
+    free(l->order);
+    sophon_plan_free(l->plan);
+    sophon__dataset_free(&l->ds);
+    if (l->io != NULL)
+        rados_ioctx_destroy(l->io);
+    if (l->cluster != NULL)
+        rados_shutdown(l->cluster);
+    free(l);
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# load.sh SOPHON CORPUS_DIR - `sophon load` against the dev cluster (CEPH_CONF set): every policy
+# delivers byte-identical epochs, bytes as the planner predicts, shards that cover an epoch exactly
+# once, the local path for a key that may not call classes, corrupt objects reported and counted.
+set -uo pipefail
+sophon=$1 corpus=$2
+here=$(cd "$(dirname "$0")" && pwd)
+check=$here/load_check.py
+pool=${SOPHON_POOL:-sophon}
+ds=lds.$$
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { echo "ok: $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
+
+# A dataset of real photos, 12 per class of make-dataset.sh's four.
+"$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
+for d in "$work"/all/*/; do
+    c=$(basename "$d")
+    mkdir -p "$work/$ds/$c"
+    ls "$d" | head -12 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
+done
+n=$(find "$work/$ds" -type f | wc -l)
+"$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+    "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
+    { echo "cannot make the dataset"; exit 1; }
+
+load() { # out-dir log args...
+    local out=$1 log=$2
+    shift 2
+    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --batch 7 --out "$out" "$@" \
+        >"$log" 2>"$log.err"
+}
+
+# Every policy, a budget under which selective and sophon split the dataset.
+for p in none all resize sophon selective oracle; do
+    if load "$work/$p" "$work/$p.log" --policy $p --net 100Mbit --storage-cores 1; then
+        ok "$p loads an epoch"
+    else
+        bad "$p: rc $?"; cat "$work/$p.log" "$work/$p.log.err" | head -20
+        continue
+    fi
+    grep -q "^stats: .* samples=$n failed=0 " "$work/$p.log" && ok "$p delivers all $n samples" ||
+        bad "$p: $(grep ^stats: "$work/$p.log")"
+    out=$("$check" bytes "$(grep ^stats: "$work/$p.log")") && ok "$out" || bad "$out"
+    [ "$p" = none ] && continue
+    cmp -s "$work/none/epoch-0.data" "$work/$p/epoch-0.data" &&
+        cmp -s "$work/none/epoch-0.index" "$work/$p/epoch-0.index" &&
+        ok "$p's epoch is byte-identical to none's" || bad "$p's epoch differs from none's"
+done
+grep -Eq "^stats: .* offloaded=[1-9]" "$work/selective.log" &&
+    grep -Eq "^stats: .* offloaded=[0-9]+ " "$work/selective.log" &&
+    ! grep -q "offloaded=$n " "$work/selective.log" &&
+    ok "selective offloads some samples, not all" || bad "selective: $(grep ^stats: "$work/selective.log")"
+
+# u8 output: the OSD's u8 bytes against the local path's.
+load "$work/u8-none" "$work/u8-none.log" --policy none --format u8 &&
+    load "$work/u8-resize" "$work/u8-resize.log" --policy resize --format u8 &&
+    cmp -s "$work/u8-none/epoch-0.data" "$work/u8-resize/epoch-0.data" &&
+    ok "u8 epochs are byte-identical too" || bad "u8 epochs differ"
+
+# Two epochs, and shards 0/2 and 1/2 of them, with online adaptation between the epochs.
+load "$work/full" "$work/full.log" --policy selective --epochs 2 --storage-cores 1 --net 100Mbit &&
+    load "$work/s0" "$work/s0.log" --policy selective --epochs 2 --shard 0/2 &&
+    load "$work/s1" "$work/s1.log" --policy oracle --epochs 2 --shard 1/2 ||
+    bad "sharded loads failed"
+for e in 0 1; do
+    out=$("$check" shards "$work/full" $e 2 "$work/s0" "$work/s1") && ok "$out" || bad "$out"
+done
+cmp -s "$work/full/epoch-0.index" "$work/full/epoch-1.index" &&
+    bad "epoch 1 has the order of epoch 0" || ok "each epoch has its own order"
+
+# A key without class caps: a correct epoch through the local path, with one warning.
+if "$sophon" load --id sophon-read -p "$pool" --dataset "$ds" --batch 7 --policy all \
+    --out "$work/ro" >"$work/ro.log" 2>"$work/ro.err"; then
+    ok "the read-only key loads an epoch"
+else
+    bad "read-only key: rc $?"; cat "$work/ro.err" | head
+fi
+[ "$(grep -c 'warning: the OSDs cannot prepare samples' "$work/ro.err")" = 1 ] &&
+    grep -q "may not call classes" "$work/ro.err" && ok "it warns once, naming the caps" ||
+    bad "warning: $(head -3 "$work/ro.err")"
+grep -q "^stats: .* samples=$n failed=0 .* offloaded=0 .* fallbacks=$n " "$work/ro.log" &&
+    ok "every sample fell back to the local path" || bad "$(grep ^stats: "$work/ro.log")"
+cmp -s "$work/none/epoch-0.data" "$work/ro/epoch-0.data" &&
+    ok "the local path's epoch is byte-identical" || bad "read-only key's epoch differs"
+
+# A corrupt object (overwritten after profiling): reported with its name and errno, counted,
+# delivered as failed in its place, and every other sample delivered.
+victim=$(awk 'NR == 5 {print $5}' "$work/none/epoch-0.index")
+head -c 20000 "$work/$ds/$victim" >"$work/cut.jpg"
+rados -p "$pool" put "$victim" "$work/cut.jpg"
+for p in none resize; do
+    load "$work/bad-$p" "$work/bad-$p.log" --policy $p
+    rc=$?
+    [ $rc = 1 ] && ok "$p: a failed sample makes the exit code 1" || bad "$p: rc $rc"
+    grep -q "$victim: .*(Bad message\|failed: Bad message" "$work/bad-$p.log.err" &&
+        ok "$p: the corrupt object is reported by name and errno" ||
+        bad "$p: $(cat "$work/bad-$p.log.err" | head -3)"
+    grep -q "^stats: .* samples=$((n - 1)) failed=1 " "$work/bad-$p.log" &&
+        ok "$p: counted, the other samples delivered" || bad "$p: $(grep ^stats: "$work/bad-$p.log")"
+    awk -v v="$victim" '$5 == v && $4 == -74 {f++} END {exit f != 1}' \
+        "$work/bad-$p/epoch-0.index" && ok "$p: delivered once, as failed with -EBADMSG" ||
+        bad "$p: index line of $victim: $(grep -F " $victim" "$work/bad-$p/epoch-0.index")"
+done
+
+find "$work/$ds" -type f | sed "s|^$work/$ds/||" | while read -r o; do rados -p "$pool" rm "$o"; done
+rados -p "$pool" -N .sophon rm "dataset.$ds"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
