@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # main.sh - the main job, from a fresh Debian 12 machine: installs what is missing, builds, starts
-# the dev cluster with the sophon class, stores a dataset of real photos in it, has the OSDs
-# prepare samples, and reports the traffic of reading every object as stored against preparing
-# it in the OSDs.
+# a dev cluster of 3 OSDs with the sophon class, ingests a dataset of real photos with their
+# labels, profiles it in the OSDs, plans it, loads one training epoch per policy and ends with a
+# table of bytes and time per policy.
 #
 # BUILD_DIR (default build) may be set. The cluster keeps running afterwards; stop it with
 # `vstart/vstart.sh stop`.
@@ -21,7 +21,7 @@ cmake -S "$top" -B "$build" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
 step "dev cluster"
-eval "$("$top/vstart/vstart.sh" start --build "$build" --pool "$pool")"
+eval "$("$top/vstart/vstart.sh" start --build "$build" --pool "$pool" --osds 3)"
 echo "CEPH_CONF=$CEPH_CONF"
 
 step "sample data: real photos from Debian packages, as an ImageFolder dataset"
@@ -29,16 +29,47 @@ corpus=${SOPHON_CORPUS_DIR:-$HOME/.cache/sophon-corpus}
 "$top/scripts/fetch-corpus.sh" "$corpus" >/dev/null
 "$top/scripts/make-dataset.sh" "$corpus" "$build/dataset" "$build/client/sophon"
 
-step "ingest: sophon put"
-"$build/client/sophon" put --id sophon -p "$pool" "$build/dataset"
+dataset=photos
+step "ingest: sophon put, with ImageFolder labels from the class directories"
+"$build/client/sophon" put --id sophon -p "$pool" --dataset "$dataset" --labels-from-dirs \
+    "$build/dataset"
 
-step "the OSDs read the headers (sophon probe), then prepare samples (sophon exec)"
+step "profile: records made in the OSDs (sophon.probe), CPU calibrated on a sample"
+"$build/client/sophon" profile --id sophon -p "$pool" --dataset "$dataset"
+
+step "one sample, prepared in the OSD holding it"
 first=$(rados -p "$pool" ls | grep '^wallpapers/' | sort | head -n 1)
 "$build/client/sophon" probe --id sophon -p "$pool" "$first"
 "$build/client/sophon" exec --id sophon -p "$pool" "$first" --seed 1 -o "$build/sample.png"
 echo "  (the prepared sample is $build/sample.png)"
 
-step "traffic: every object read as stored, then prepared in the OSDs (224x224 u8)"
-"$build/client/sophon" bench --id sophon -p "$pool" --seed 1
+# The budget the plans assume: this dev cluster's loopback network is not the bottleneck that a
+# real cluster's is, so plan as for a 1 Gbit/s link, 4 OSD cores and this machine's cores.
+budget=(--net 1Gbit --storage-cores 4 --client-cores "$(nproc)")
+step "plan: every policy under ${budget[*]}"
+"$build/client/sophon" plan --id sophon -p "$pool" --dataset "$dataset" "${budget[@]}"
+
+step "load: one training epoch (f32, seed 1) per policy"
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+for policy in none all resize sophon selective oracle; do
+    "$build/client/sophon" load --id sophon -p "$pool" --dataset "$dataset" --policy "$policy" \
+        --seed 1 --epochs 1 --discard "${budget[@]}" | tee /dev/stderr |
+        sed -n 's/^stats: //p' >>"$table"
+done 2>&1
+
+step "traffic and time per policy (one epoch of ${dataset}, $(wc -l <"$table") policies)"
+/usr/bin/python3 - "$table" <<'PY'
+import sys
+rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(sys.argv[1])]
+none = next(float(r["bytes"]) for r in rows if r["policy"] == "none")
+print("| policy | MB received | vs none | planner MB | offloaded | epoch s | client CPU s | OSD CPU s | failed |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for r in rows:
+    print("| %s | %.2f | %.2fx | %.2f | %s/%s | %.2f | %.2f | %.2f | %s |" % (
+        r["policy"], float(r["bytes"]) / 1e6, float(r["bytes"]) / none,
+        float(r["predicted"]) / 1e6, r["offloaded"], r["samples"], float(r["seconds"]),
+        float(r["client_cpu"]), float(r["osd_cpu"]), r["failed"]))
+PY
 
 step "done: the cluster keeps running (vstart/vstart.sh status | stop)"
