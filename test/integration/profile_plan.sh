@@ -29,8 +29,10 @@ grep -Eq "calibration on 3 objects: an OSD core is [0-9.]+x as fast" <<<"$out" &
 expect "a second profile finds nothing new" 0 "0 profiled \(new or changed\), 5 unchanged" \
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0
 
-cp "${photos[5]}" "$work/$ds/dogs/5.jpg"
-"$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null
+# Only the new file is put (putting the whole tree again would rewrite, hence change, them all).
+mkdir -p "$work/more/dogs"
+cp "${photos[5]}" "$work/more/dogs/5.jpg"
+"$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/more" >/dev/null
 rados -p "$pool" put "cats/0.jpg" "${photos[6]}" # an object changed in place
 expect "after adding one object and changing another, only those two are profiled" 0 \
     "6 objects; 2 profiled \(new or changed\), 4 unchanged" \
