@@ -227,6 +227,16 @@ static int parse_list(const struct cli *c, const char *what, const char *arg, ch
     return 0;
 }
 
+int cli_parse_format(const struct cli *c, const char *arg)
+{
+    if (strcmp(arg, "u8") == 0)
+        return 0;
+    if (strcmp(arg, "f32") == 0)
+        return 1;
+    cli_error(c, "--format wants u8 or f32, not '%s'", arg);
+    return -1;
+}
+
 void cli_prep_init(struct cli_prep *o)
 {
     static const struct sophon_prep_params defaults = SOPHON_PREP_PARAMS_INIT;
@@ -278,16 +288,13 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
     case CLI_OPT_FLIP:
         o->p.flip = 1;
         return 1;
-    case CLI_OPT_FORMAT:
-        if (strcmp(arg, "u8") == 0)
-            o->p.format = SOPHON_FORMAT_U8;
-        else if (strcmp(arg, "f32") == 0)
-            o->p.format = SOPHON_FORMAT_F32;
-        else {
-            cli_error(c, "--format wants u8 or f32, not '%s'", arg);
+    case CLI_OPT_FORMAT: {
+        int f = cli_parse_format(c, arg);
+        if (f < 0)
             return -1;
-        }
+        o->p.format = f == 1 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
         return 1;
+    }
     case CLI_OPT_FAST:
         o->p.fast = 1;
         return 1;

@@ -73,6 +73,11 @@ int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t
  * "/s" or "ps". Returns 0, or -1 if s is not one (nothing printed). */
 int cli_parse_rate(const char *s, double *out);
 
+/* Parses --format: 0 for "u8", 1 for "f32" (the values of every format enum here: prep's
+ * sophon_format, the selector's sophon_final_format, libsophon's sophon_sample_format); prints
+ * why and returns -1 for anything else. */
+int cli_parse_format(const struct cli *c, const char *arg);
+
 /* The request options of `sophon prep` and `sophon exec`. */
 struct cli_prep {
     struct sophon_prep_params p;

@@ -266,16 +266,13 @@ int cmd_load(int argc, char **argv)
             if (parse_shard(&c, optarg, &o.rank, &o.world) < 0)
                 return 2;
             continue;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "u8") == 0)
-                o.format = SOPHON_SAMPLE_U8;
-            else if (strcmp(optarg, "f32") == 0)
-                o.format = SOPHON_SAMPLE_F32;
-            else {
-                cli_error(&c, "--format wants u8 or f32, not '%s'", optarg);
+        case OPT_FORMAT: {
+            int f = cli_parse_format(&c, optarg);
+            if (f < 0)
                 return 2;
-            }
+            o.format = f == 1 ? SOPHON_SAMPLE_F32 : SOPHON_SAMPLE_U8;
             continue;
+        }
         case OPT_OUT:
             out_dir = optarg;
             continue;

@@ -149,16 +149,13 @@ int cmd_plan(int argc, char **argv)
             if (parse_double(&c, "--gpu", optarg, &budget.gpu_samples_per_s) < 0)
                 return 2;
             continue;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "u8") == 0)
-                budget.final_format = SOPHON_FINAL_U8;
-            else if (strcmp(optarg, "f32") == 0)
-                budget.final_format = SOPHON_FINAL_F32;
-            else {
-                cli_error(&c, "--format wants u8 or f32, not '%s'", optarg);
+        case OPT_FORMAT: {
+            int f = cli_parse_format(&c, optarg);
+            if (f < 0)
                 return 2;
-            }
+            budget.final_format = f == 1 ? SOPHON_FINAL_F32 : SOPHON_FINAL_U8;
             continue;
+        }
         case OPT_SPEED:
             if (parse_double(&c, "--storage-speed", optarg, &speed) < 0 || speed == 0)
                 return 2;
