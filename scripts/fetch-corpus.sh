@@ -24,8 +24,15 @@ for pkg in $PKGS; do
         continue
     fi
     if ! apt-cache show "$pkg" >/dev/null 2>&1; then
-        echo "missing in apt: $pkg (skipped)" >&2
-        continue
+        # The package lists may be missing or stale on this machine: refresh them once.
+        if [ -z "${updated:-}" ] && [ "$(id -u)" = 0 ]; then
+            apt-get update -qq >/dev/null 2>&1 || true
+            updated=1
+        fi
+        if ! apt-cache show "$pkg" >/dev/null 2>&1; then
+            echo "fetch-corpus: $pkg is not in the package lists (run apt-get update?): skipped" >&2
+            continue
+        fi
     fi
     echo "fetching: $pkg"
     (cd "$CACHE/deb" && apt-get download "$pkg")
