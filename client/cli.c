@@ -59,6 +59,14 @@ int cli_common_option(struct cli *c, int opt, const char *arg)
     }
 }
 
+int cli_common_or_usage(struct cli *c, int opt, const char *arg, const char *usage)
+{
+    int r = cli_common_option(c, opt, arg);
+    if (r == 0)
+        fputs(usage, stderr);
+    return r > 0 ? 0 : -1;
+}
+
 static const char *connect_hint(int err)
 {
     switch (-err) {

@@ -51,6 +51,13 @@ enum { CLI_OPT_ID = 0x100, CLI_OPT_KEYRING, CLI_OPT_FIRST_OWN };
  */
 int cli_common_option(struct cli *c, int opt, const char *arg);
 
+/*
+ * For an option a subcommand does not handle itself: a connection option, else a usage error.
+ * Returns 0 if it was handled, -1 after printing why (or the usage) when the command must exit
+ * with status 2.
+ */
+int cli_common_or_usage(struct cli *c, int opt, const char *arg, const char *usage);
+
 /* Connects to the cluster and, if a pool was given, opens it. Prints what failed and what to do;
  * returns 0 or a negative errno. */
 int cli_connect(struct cli *c);

@@ -323,12 +323,8 @@ int cmd_load(int argc, char **argv)
             o.no_adapt = 1;
             continue;
         }
-        r = cli_common_option(&c, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
+        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
             return 2;
-        }
     }
     if (c.pool == NULL || optind != argc) {
         cli_error(&c, "want a pool: sophon load -p POOL [--dataset NAME]");

@@ -178,12 +178,8 @@ int cmd_plan(int argc, char **argv)
             out_path = optarg;
             continue;
         }
-        r = cli_common_option(&c, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
+        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
             return 2;
-        }
     }
     if (optind != argc || (c.pool == NULL) == (records == NULL)) {
         cli_error(&c, "plan a dataset in the cluster (-p POOL) or a records file (--records "

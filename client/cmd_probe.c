@@ -49,12 +49,8 @@ int cmd_probe(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         }
-        r = cli_common_option(&c, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
+        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
             return 2;
-        }
     }
     if (optind == argc) {
         cli_error(&c, "nothing to probe: give files, or -p POOL and objects");

@@ -375,12 +375,8 @@ int cmd_profile(int argc, char **argv)
             import_path = optarg;
             continue;
         }
-        r = cli_common_option(&c, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
+        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
             return 2;
-        }
     }
     if (c.pool == NULL || optind != argc) {
         cli_error(&c, "want a pool: sophon profile -p POOL [--dataset NAME]");

@@ -205,12 +205,8 @@ int cmd_put(int argc, char **argv)
                 return 2;
             continue;
         }
-        r = cli_common_option(&c, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
+        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
             return 2;
-        }
     }
     if (optind == argc || c.pool == NULL) {
         cli_error(&c, "want a pool and files or directories: sophon put -p POOL PATH...");

@@ -72,10 +72,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
         if (strcmp(argv[cmd], subcommands[i].name) != 0)
             continue;
-        /* Drop the subcommand's name; getopt_long() then sees every option in order. */
-        const char *name = argv[cmd];
+        /* Drop the subcommand's name; getopt_long() then sees every option in order, and names
+         * the command in its messages as "sophon NAME". */
+        static char prog[64];
+        snprintf(prog, sizeof(prog), "sophon %s", argv[cmd]);
         memmove(&argv[cmd], &argv[cmd + 1], (size_t)(argc - cmd) * sizeof(argv[0]));
-        argv[0] = (char *)name;
+        argv[0] = prog;
         return subcommands[i].run(argc - 1, argv);
     }
     fprintf(stderr, "sophon: unknown command '%s'\n\n", argv[cmd]);
