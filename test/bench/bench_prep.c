@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "prep.h"
+#include "read_file.h"
 
 #define NBUCKETS 4
 
@@ -30,26 +31,6 @@ static double now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    long n;
-
-    *out = NULL;
-    if (f == NULL)
-        return -errno;
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0 ||
-        (*out = malloc((size_t)n)) == NULL || fread(*out, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(*out);
-        *out = NULL;
-        return -EIO;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return 0;
 }
 
 static int bucket_of(const struct sophon_probe_info *info)
@@ -106,7 +87,7 @@ int main(int argc, char **argv)
             free(jpeg);
             jpeg = NULL;
             snprintf(path, sizeof(path), "%s", file);
-            if (read_file(path, &jpeg, &len) < 0 || sophon_probe(&info, jpeg, len, NULL, 0) < 0) {
+            if (sophon_test_read_file(path, &jpeg, &len, 0) < 0 || sophon_probe(&info, jpeg, len, NULL, 0) < 0) {
                 free(jpeg);
                 jpeg = NULL;
             }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "prep.h"
+#include "read_file.h"
 #include "sampler.h"
 #include "selector.h"
 
@@ -48,35 +49,6 @@ static double median(double *v, size_t n)
 {
     qsort(v, n, sizeof(*v), cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    int rc = -EIO;
-    if (!f)
-        return -errno;
-    if (fseek(f, 0, SEEK_END) != 0)
-        goto done;
-    long size = ftell(f);
-    if (size <= 0 || size > (256L << 20) || fseek(f, 0, SEEK_SET) != 0)
-        goto done;
-    buf = malloc((size_t)size);
-    if (!buf) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size)
-        goto done;
-    *out = buf;
-    *len = (size_t)size;
-    buf = NULL;
-    rc = 0;
-done:
-    free(buf);
-    fclose(f);
-    return rc;
 }
 
 /* Times one image; 0 on success, negative when the pipeline refuses it. */
@@ -203,7 +175,7 @@ int main(int argc, char **argv)
             continue;
         uint8_t *jpeg = NULL;
         size_t len = 0;
-        if (read_file(line, &jpeg, &len) < 0) {
+        if (sophon_test_read_file(line, &jpeg, &len, 256u << 20) < 0) {
             skipped++;
             continue;
         }

@@ -18,36 +18,7 @@
 #include <string.h>
 
 #include "prep.h"
-
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    long n;
-    int rc = -EIO;
-
-    *out = NULL;
-    *len = 0;
-    if (f == NULL)
-        return -errno;
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-        goto done;
-    buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf == NULL) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        goto done;
-    *out = buf;
-    *len = (size_t)n;
-    buf = NULL;
-    rc = 0;
-done:
-    free(buf);
-    fclose(f);
-    return rc;
-}
+#include "read_file.h"
 
 static int parse_u32(const char *s, uint32_t *out)
 {
@@ -72,7 +43,7 @@ static int cmd_probe(int argc, char **argv)
         size_t len;
         char err[256] = "";
 
-        rc = read_file(argv[i], &buf, &len);
+        rc = sophon_test_read_file(argv[i], &buf, &len, 0);
         if (rc == 0)
             rc = sophon_probe(&info, buf, len, err, sizeof(err));
         if (rc < 0) {
@@ -111,7 +82,7 @@ static int run_case(char **f, int nf, uint8_t **out, size_t *out_len, char *err,
     p.flip = flip != 0;
     p.fast = fast != 0;
     p.format = f32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
-    rc = read_file(f[0], &jpeg, &len);
+    rc = sophon_test_read_file(f[0], &jpeg, &len, 0);
     if (rc < 0) {
         snprintf(err, errlen, "cannot read %s", f[0]);
         return rc;

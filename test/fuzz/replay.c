@@ -9,26 +9,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "read_file.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int run_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        perror(path);
+    uint8_t *buf;
+    size_t n;
+    int r = sophon_test_read_file(path, &buf, &n, 0);
+    if (r < 0) {
+        fprintf(stderr, "%s: %s\n", path, strerror(-r));
         return -1;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(buf);
-        return -1;
-    }
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, (size_t)n);
+    LLVMFuzzerTestOneInput(buf, n);
     free(buf);
     return 0;
 }

@@ -31,6 +31,7 @@
 #include <rados/librados.h>
 #include <zlib.h>
 
+#include "read_file.h"
 #include "remote.h"
 #include "sampler.h"
 #include "wire.h"
@@ -40,17 +41,10 @@ static int nargs;
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
+    uint8_t *buf;
+    int r = sophon_test_read_file(path, &buf, len, 0);
+    if (r < 0)
+        fail_msg("cannot read %s: %s", path, strerror(-r));
     return buf;
 }
 
