@@ -10,9 +10,7 @@ pool=${SOPHON_POOL:-sophon}
 ds=lds.$$
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 # A dataset of real photos, 12 per class of make-dataset.sh's four.
 "$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
@@ -107,5 +105,4 @@ done
 
 find "$work/$ds" -type f | sed "s|^$work/$ds/||" | while read -r o; do rados -p "$pool" rm "$o"; done
 rados -p "$pool" -N .sophon rm "dataset.$ds"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

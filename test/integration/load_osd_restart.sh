@@ -12,9 +12,7 @@ ds=lrs.$$
 osd=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok: $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 "$here/../../scripts/make-dataset.sh" "$corpus" "$work/$ds" "$sophon" >/dev/null || exit 1
 n=$(find "$work/$ds" -type f | wc -l)
@@ -66,5 +64,4 @@ done
 
 find "$work/$ds" -type f | sed "s|^$work/$ds/||" | while read -r o; do rados -p "$pool" rm "$o"; done
 rados -p "$pool" -N .sophon rm "dataset.$ds"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
