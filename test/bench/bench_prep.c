@@ -1,8 +1,9 @@
 /*
  * bench_prep - single-thread throughput of sophon_prep_run, exact and fast, by image size.
  *
- *   bench_prep CASES [REPS]
+ *   bench_prep CASES [REPS] [exact|fast]
  *
+ * With a mode, only that mode is timed (the other column prints 0): for perf.
  * CASES has lines "FILE X Y W H OUT_W OUT_H FLIP" (as written by bench_pillow.py). Files are
  * read into memory first, so the time is decode + crop + resize + flip only, like the Pillow
  * counterpart. Prints, per bucket of source megapixels, cases and images per second.
@@ -61,10 +62,13 @@ int main(int argc, char **argv)
     struct sophon_probe_info info;
     unsigned long refused = 0;
     int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3, i;
+    const char *mode = argc > 3 ? argv[3] : "both";
+    int do_exact = strcmp(mode, "fast") != 0, do_fast = strcmp(mode, "exact") != 0;
     FILE *cases;
 
-    if (argc < 2 || reps <= 0) {
-        fprintf(stderr, "usage: %s CASES [REPS]\n", argv[0]);
+    if (argc < 2 || reps <= 0 || (!do_exact && !do_fast) ||
+        (strcmp(mode, "both") != 0 && do_exact && do_fast)) {
+        fprintf(stderr, "usage: %s CASES [REPS] [exact|fast]\n", argv[0]);
         return 2;
     }
     cases = fopen(argv[1], "r");
@@ -111,13 +115,13 @@ int main(int argc, char **argv)
             if (out == NULL)
                 return 2;
         }
-        te = time_runs(out, n, jpeg, len, &p, reps, &rc);
+        te = do_exact ? time_runs(out, n, jpeg, len, &p, reps, &rc) : (rc = 0, 0.0);
         if (rc != 0) {
             refused++;
             continue;
         }
         p.fast = 1;
-        tf = time_runs(out, n, jpeg, len, &p, reps, &rc);
+        tf = do_fast ? time_runs(out, n, jpeg, len, &p, reps, &rc) : (rc = 0, 0.0);
         if (rc != 0) {
             refused++;
             continue;
@@ -134,8 +138,8 @@ int main(int argc, char **argv)
     for (i = 0; i < NBUCKETS; i++) {
         if (b[i].cases == 0)
             continue;
-        printf("%-8s %7lu %12.1f %12.1f\n", bucket_names[i], b[i].cases, b[i].cases / b[i].exact_s,
-               b[i].cases / b[i].fast_s);
+        printf("%-8s %7lu %12.1f %12.1f\n", bucket_names[i], b[i].cases,
+               do_exact ? b[i].cases / b[i].exact_s : 0.0, do_fast ? b[i].cases / b[i].fast_s : 0.0);
     }
     printf("refused: %lu\n", refused);
     return 0;
