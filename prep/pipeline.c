@@ -103,6 +103,8 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
         y1 = ceil_div(height, d);
 
     rc = sophon__coeffs_init(&pl->h, x1 - x0, p->out_w);
+    if (rc == 0 && p->out_w != x1 - x0)
+        rc = sophon__coeffs_expand(&pl->h);
     if (rc == 0)
         rc = sophon__coeffs_init(&pl->v, y1 - y0, p->out_h);
     if (rc < 0) {

@@ -38,9 +38,12 @@ void sophon__coeffs_free(struct sophon__coeffs *c)
     free(c->first);
     free(c->count);
     free(c->k);
+    free(c->kx);
     c->first = NULL;
     c->count = NULL;
     c->k = NULL;
+    c->kx = NULL;
+    c->kx_taps = 0;
 }
 
 int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
@@ -64,6 +67,7 @@ int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
 
     c->in = in;
     c->out = out;
+    c->avx2 = sophon__have_avx2();
     c->ksize = (uint32_t)ksize;
     c->first = calloc(out, sizeof(*c->first));
     c->count = calloc(out, sizeof(*c->count));
@@ -110,43 +114,78 @@ done:
     return rc;
 }
 
-/* Pillow's clip8: drop the fraction, clamp to 0..255. */
-static inline uint8_t clip8(int32_t v)
+int sophon__have_avx2(void)
 {
-    if (v >= (1 << SOPHON__PRECISION_BITS << 8))
-        return 255;
-    if (v <= 0)
+#if SOPHON__HAVE_AVX2
+    /* Safe to call more than once; needed when this runs from a constructor of a dlopened .so. */
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+int sophon__coeffs_expand(struct sophon__coeffs *c)
+{
+    uint32_t taps = (c->ksize + 4) / 5 * 5, xx, t, l;
+
+    if (c->kx != NULL || !c->avx2 || taps > SOPHON__KX_TAPS_MAX)
         return 0;
-    return (uint8_t)(v >> SOPHON__PRECISION_BITS);
+    /* Pairs of output pixels, rounded up; per tap, 4 copies of each pixel's weight. */
+    c->kx = calloc((size_t)(c->out + 1) / 2 * taps * 8, sizeof(*c->kx));
+    if (c->kx == NULL)
+        return -ENOMEM;
+    c->kx_taps = taps;
+    for (xx = 0; xx < c->out; xx++)
+        for (t = 0; t < c->count[xx]; t++)
+            for (l = 0; l < 4; l++)
+                c->kx[((size_t)xx / 2 * taps + t) * 8 + (xx % 2) * 4 + l] =
+                    c->k[(size_t)xx * c->ksize + t];
+    return 0;
+}
+
+void sophon__resample_h_pixel(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c,
+                              uint32_t xx)
+{
+    const int32_t *k = &c->k[(size_t)xx * c->ksize];
+    const uint8_t *p = src + (size_t)c->first[xx] * 3;
+    uint32_t n = c->count[xx], x;
+    /* Start at one half so that the final shift rounds to nearest. */
+    int32_t s0 = 1 << (SOPHON__PRECISION_BITS - 1), s1 = s0, s2 = s0;
+
+    for (x = 0; x < n; x++) {
+        s0 += p[3 * x + 0] * k[x];
+        s1 += p[3 * x + 1] * k[x];
+        s2 += p[3 * x + 2] * k[x];
+    }
+    dst[0] = sophon__clip8(s0);
+    dst[1] = sophon__clip8(s1);
+    dst[2] = sophon__clip8(s2);
+}
+
+void sophon__resample_h_scalar(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c)
+{
+    uint32_t xx;
+
+    for (xx = 0; xx < c->out; xx++)
+        sophon__resample_h_pixel(dst + (size_t)xx * 3, src, c, xx);
 }
 
 void sophon__resample_h(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c)
 {
-    uint32_t xx, x;
-
-    for (xx = 0; xx < c->out; xx++) {
-        const int32_t *k = &c->k[(size_t)xx * c->ksize];
-        const uint8_t *p = src + (size_t)c->first[xx] * 3;
-        uint32_t n = c->count[xx];
-        /* Start at one half so that the final shift rounds to nearest. */
-        int32_t s0 = 1 << (SOPHON__PRECISION_BITS - 1), s1 = s0, s2 = s0;
-
-        for (x = 0; x < n; x++) {
-            s0 += p[3 * x + 0] * k[x];
-            s1 += p[3 * x + 1] * k[x];
-            s2 += p[3 * x + 2] * k[x];
-        }
-        dst[3 * xx + 0] = clip8(s0);
-        dst[3 * xx + 1] = clip8(s1);
-        dst[3 * xx + 2] = clip8(s2);
+#if SOPHON__HAVE_AVX2
+    if (c->avx2 && c->kx != NULL) {
+        sophon__resample_h_avx2(dst, src, c);
+        return;
     }
+#endif
+    sophon__resample_h_scalar(dst, src, c);
 }
 
-void sophon__resample_v(uint8_t *dst, const uint8_t *const *rows, size_t n,
-                        const struct sophon__coeffs *c, uint32_t yy, int32_t *acc)
+void sophon__resample_v_scalar(uint8_t *dst, const uint8_t *const *rows, size_t n,
+                               const int32_t *k, uint32_t cnt, int32_t *acc)
 {
-    const int32_t *k = &c->k[(size_t)yy * c->ksize];
-    uint32_t y, cnt = c->count[yy];
+    uint32_t y;
     size_t i;
 
     /* Row-major accumulation: same sums as Pillow's per-pixel loop, in a cache-friendly order. */
@@ -160,5 +199,19 @@ void sophon__resample_v(uint8_t *dst, const uint8_t *const *rows, size_t n,
             acc[i] += r[i] * w;
     }
     for (i = 0; i < n; i++)
-        dst[i] = clip8(acc[i]);
+        dst[i] = sophon__clip8(acc[i]);
+}
+
+void sophon__resample_v(uint8_t *dst, const uint8_t *const *rows, size_t n,
+                        const struct sophon__coeffs *c, uint32_t yy, int32_t *acc)
+{
+    const int32_t *k = &c->k[(size_t)yy * c->ksize];
+
+#if SOPHON__HAVE_AVX2
+    if (c->avx2) {
+        sophon__resample_v_avx2(dst, rows, n, k, c->count[yy]);
+        return;
+    }
+#endif
+    sophon__resample_v_scalar(dst, rows, n, k, c->count[yy], acc);
 }
