@@ -18,12 +18,13 @@ from PIL import Image
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'exact'))
 from compare import random_resized_crop  # noqa: E402
 
-BUCKETS = ['<0.5MP', '0.5-2MP', '2-8MP', '>=8MP']
+SIZES = ['<1MP', '1-4MP', '>=4MP', 'any']
+CODINGS = ['base', 'prog', 'all']
 
 
-def bucket(w, h):
+def size_class(w, h):
     mp = w * h / 1e6
-    return 0 if mp < 0.5 else 1 if mp < 2 else 2 if mp < 8 else 3
+    return 0 if mp < 1 else 1 if mp < 4 else 2
 
 
 def make(list_file, cases_file, per_image=2, seed=1):
@@ -46,7 +47,8 @@ def make(list_file, cases_file, per_image=2, seed=1):
 
 
 def run(cases_file, reps=3):
-    cases, times, data, size = [0] * 4, [0.0] * 4, {}, {}
+    """Per bucket (size class x coding, with "any" and "all" rows), as bench_prep prints."""
+    cases, times, data, facts = {}, {}, {}, {}
     refused = 0
     for line in open(cases_file):
         f = line.split()
@@ -55,10 +57,10 @@ def run(cases_file, reps=3):
             data[path] = open(path, 'rb').read()
             try:
                 with Image.open(io.BytesIO(data[path])) as im:
-                    size[path] = im.size
+                    facts[path] = (size_class(*im.size), 1 if im.info.get('progressive') else 0)
             except Exception:
-                size[path] = None
-        if size[path] is None:
+                facts[path] = None
+        if facts[path] is None:
             refused += 1
             continue
         try:
@@ -72,13 +74,16 @@ def run(cases_file, reps=3):
         except Exception:
             refused += 1
             continue
-        b = bucket(*size[path])
-        cases[b] += 1
-        times[b] += dt
-    print('%-8s %7s %12s' % ('bucket', 'cases', 'pillow img/s'))
-    for i in range(4):
-        if cases[i]:
-            print('%-8s %7d %12.1f' % (BUCKETS[i], cases[i], cases[i] / times[i]))
+        s, c = facts[path]
+        for key in ((s, c), (s, 2), (3, c), (3, 2)):
+            cases[key] = cases.get(key, 0) + 1
+            times[key] = times.get(key, 0.0) + dt
+    print('%-12s %7s %12s' % ('bucket', 'cases', 'pillow img/s'))
+    for s in range(len(SIZES)):
+        for c in range(len(CODINGS)):
+            if (s, c) in cases:
+                print('%-12s %7d %12.1f' % (SIZES[s] + '/' + CODINGS[c], cases[(s, c)],
+                                            cases[(s, c)] / times[(s, c)]))
     print('refused: %d' % refused)
 
 

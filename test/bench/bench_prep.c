@@ -6,7 +6,8 @@
  * With a mode, only that mode is timed (the other column prints 0): for perf.
  * CASES has lines "FILE X Y W H OUT_W OUT_H FLIP" (as written by bench_pillow.py). Files are
  * read into memory first, so the time is decode + crop + resize + flip only, like the Pillow
- * counterpart. Prints, per bucket of source megapixels, cases and images per second.
+ * counterpart. Prints, per bucket of source megapixels (<1, 1-4, >=4, any) and coding
+ * (baseline, progressive, all), cases and images per second (cases / total time).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,9 +18,12 @@
 #include "prep.h"
 #include "read_file.h"
 
-#define NBUCKETS 4
+/* Buckets: source size class x coding, each with an "any" row (see bench_pillow.py). */
+#define NSIZES 4
+#define NCODINGS 3
 
-static const char *const bucket_names[NBUCKETS] = {"<0.5MP", "0.5-2MP", "2-8MP", ">=8MP"};
+static const char *const size_names[NSIZES] = {"<1MP", "1-4MP", ">=4MP", "any"};
+static const char *const coding_names[NCODINGS] = {"base", "prog", "all"};
 
 struct bucket {
     unsigned long cases;
@@ -34,11 +38,11 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int bucket_of(const struct sophon_probe_info *info)
+static int size_of(const struct sophon_probe_info *info)
 {
     double mp = (double)info->width * info->height / 1e6;
 
-    return mp < 0.5 ? 0 : mp < 2 ? 1 : mp < 8 ? 2 : 3;
+    return mp < 1 ? 0 : mp < 4 ? 1 : 2;
 }
 
 static double time_runs(uint8_t *out, size_t n, const uint8_t *jpeg, size_t len,
@@ -55,13 +59,13 @@ static double time_runs(uint8_t *out, size_t n, const uint8_t *jpeg, size_t len,
 
 int main(int argc, char **argv)
 {
-    struct bucket b[NBUCKETS];
+    struct bucket b[NSIZES][NCODINGS];
     char line[8192], path[4096] = "";
     uint8_t *jpeg = NULL, *out = NULL;
     size_t len = 0, cap = 0;
     struct sophon_probe_info info;
     unsigned long refused = 0;
-    int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3, i;
+    int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3, i, k;
     const char *mode = argc > 3 ? argv[3] : "both";
     int do_exact = strcmp(mode, "fast") != 0, do_fast = strcmp(mode, "exact") != 0;
     FILE *cases;
@@ -126,20 +130,34 @@ int main(int argc, char **argv)
             refused++;
             continue;
         }
-        i = bucket_of(&info);
-        b[i].cases++;
-        b[i].exact_s += te;
-        b[i].fast_s += tf;
+        /* Each case counts in its own bucket and in the "any" and "all" rows around it. */
+        for (i = 0; i < NSIZES; i++) {
+            if (i != size_of(&info) && i != NSIZES - 1)
+                continue;
+            for (k = 0; k < NCODINGS; k++) {
+                if (k != (info.progressive ? 1 : 0) && k != NCODINGS - 1)
+                    continue;
+                b[i][k].cases++;
+                b[i][k].exact_s += te;
+                b[i][k].fast_s += tf;
+            }
+        }
     }
     fclose(cases);
     free(jpeg);
     free(out);
-    printf("%-8s %7s %12s %12s\n", "bucket", "cases", "exact img/s", "fast img/s");
-    for (i = 0; i < NBUCKETS; i++) {
-        if (b[i].cases == 0)
-            continue;
-        printf("%-8s %7lu %12.1f %12.1f\n", bucket_names[i], b[i].cases,
-               do_exact ? b[i].cases / b[i].exact_s : 0.0, do_fast ? b[i].cases / b[i].fast_s : 0.0);
+    printf("%-12s %7s %12s %12s\n", "bucket", "cases", "exact img/s", "fast img/s");
+    for (i = 0; i < NSIZES; i++) {
+        for (k = 0; k < NCODINGS; k++) {
+            char name[32];
+
+            if (b[i][k].cases == 0)
+                continue;
+            snprintf(name, sizeof(name), "%s/%s", size_names[i], coding_names[k]);
+            printf("%-12s %7lu %12.1f %12.1f\n", name, b[i][k].cases,
+                   do_exact ? b[i][k].cases / b[i][k].exact_s : 0.0,
+                   do_fast ? b[i][k].cases / b[i][k].fast_s : 0.0);
+        }
     }
     printf("refused: %lu\n", refused);
     return 0;
