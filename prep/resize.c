@@ -127,20 +127,31 @@ int sophon__have_avx2(void)
 
 int sophon__coeffs_expand(struct sophon__coeffs *c)
 {
-    uint32_t taps = (c->ksize + 4) / 5 * 5, xx, t, l;
+    uint32_t taps = (c->ksize + 1) & ~1u, xx, t, l;
 
     if (c->kx != NULL || !c->avx2 || taps > SOPHON__KX_TAPS_MAX)
         return 0;
-    /* Pairs of output pixels, rounded up; per tap, 4 copies of each pixel's weight. */
+    /* Per pair of output pixels (rounded up) and pair of taps: 8 dwords of high halves, then 8
+     * of low halves, each dword two 16-bit weights (tap t low, t + 1 high). */
     c->kx = calloc((size_t)(c->out + 1) / 2 * taps * 8, sizeof(*c->kx));
     if (c->kx == NULL)
         return -ENOMEM;
     c->kx_taps = taps;
-    for (xx = 0; xx < c->out; xx++)
-        for (t = 0; t < c->count[xx]; t++)
-            for (l = 0; l < 4; l++)
-                c->kx[((size_t)xx / 2 * taps + t) * 8 + (xx % 2) * 4 + l] =
-                    c->k[(size_t)xx * c->ksize + t];
+    for (xx = 0; xx < c->out; xx++) {
+        for (t = 0; t < c->count[xx]; t++) {
+            uint32_t k = (uint32_t)c->k[(size_t)xx * c->ksize + t]; /* 0 <= k <= 1 << 22 */
+            uint32_t half_bits[2] = {k >> 11, k & 2047u};
+            int part;
+
+            for (part = 0; part < 2; part++) {
+                int32_t *d = &c->kx[((size_t)xx / 2 * taps + (t & ~1u)) * 8 + (size_t)part * 8 +
+                                    (xx % 2) * 4];
+
+                for (l = 0; l < 4; l++)
+                    d[l] |= (int32_t)(half_bits[part] << (16 * (t & 1)));
+            }
+        }
+    }
     return 0;
 }
 

@@ -22,7 +22,7 @@
 #define SOPHON__HAVE_AVX2 0
 #endif
 
-/* Most taps (after padding to a multiple of 5) the AVX2 horizontal pass takes; wider kernels,
+/* Most taps (after padding to an even number) the AVX2 horizontal pass takes; wider kernels,
  * from downscaling by more than about 30, use the scalar pass. */
 #define SOPHON__KX_TAPS_MAX 64
 

@@ -62,16 +62,20 @@ AVX2 void sophon__resample_v_avx2(uint8_t *dst, const uint8_t *const *rows, size
 }
 
 /*
- * Horizontal pass, four output pixels per step: a 256-bit accumulator holds two of them, one per
- * 128-bit lane, each as four int32 (R, G, B and a junk lane that is never stored). One 16-byte
- * load per lane covers five input pixels, so each group of five taps is two loads, then per tap
- * one shuffle that widens that input pixel to int32 in both lanes, one multiply, one add.
- * c->kx holds, per pair of output pixels and tap, the two weights repeated four times each,
- * zero-padded to kx_taps taps (a multiple of 5).
+ * Horizontal pass, four output pixels per step. A 256-bit accumulator holds two output pixels,
+ * one per 128-bit lane, each as four int32 (R, G, B and a junk lane that is never stored). Taps
+ * go in pairs through pmaddwd: a shuffle puts input pixels t and t + 1 of a channel side by side
+ * as 16-bit words, and the weights are split as k = (kh << 11) + kl with both halves below 2^11,
+ * so that sum(p * k) = (sum(p * kh) << 11) + sum(p * kl) exactly. One 16-byte load per lane
+ * covers two pairs of taps.
+ *
+ * c->kx holds, per pair of output pixels and pair of taps, 8 dwords of (kh[t], kh[t + 1]) then 8
+ * of (kl[t], kl[t + 1]), each repeated for the 4 channel lanes of both pixels; kx_taps is even.
  */
-#define TAP_MASK(o)                                                                            \
-    _mm256_setr_epi8((o), -1, -1, -1, (o) + 1, -1, -1, -1, (o) + 2, -1, -1, -1, -1, -1, -1, -1,   \
-                     (o), -1, -1, -1, (o) + 1, -1, -1, -1, (o) + 2, -1, -1, -1, -1, -1, -1, -1)
+#define PAIR_MASK(o)                                                                           \
+    _mm256_setr_epi8((o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1, (o) + 5, -1,    \
+                     -1, -1, -1, -1, (o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1,   \
+                     (o) + 5, -1, -1, -1, -1, -1)
 
 AVX2 static inline __m256i load_pair(const uint8_t *a, const uint8_t *b)
 {
@@ -79,48 +83,56 @@ AVX2 static inline __m256i load_pair(const uint8_t *a, const uint8_t *b)
                                    _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-AVX2 static inline __m256i tap(__m256i acc, __m256i px, __m256i mask, const int32_t *kx)
+/* Accumulate one pair of taps: hi and lo halves of the weights, at kx. */
+AVX2 static inline void taps2(__m256i *hi, __m256i *lo, __m256i px, __m256i mask, const int32_t *kx)
 {
-    return _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_shuffle_epi8(px, mask),
-                                                    _mm256_loadu_si256((const __m256i *)kx)));
+    const __m256i w = _mm256_shuffle_epi8(px, mask);
+
+    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(w, _mm256_loadu_si256((const __m256i *)kx)));
+    *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(w, _mm256_loadu_si256((const __m256i *)(kx + 8))));
+}
+
+AVX2 static inline __m256i combine(__m256i hi, __m256i lo)
+{
+    return _mm256_add_epi32(_mm256_slli_epi32(hi, 11), lo);
 }
 
 AVX2 void sophon__resample_h_avx2(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c)
 {
-    const __m256i m0 = TAP_MASK(0), m1 = TAP_MASK(3), m2 = TAP_MASK(6), m3 = TAP_MASK(9),
-                  m4 = TAP_MASK(12);
+    const __m256i m01 = PAIR_MASK(0), m23 = PAIR_MASK(6);
     const __m256i half = _mm256_set1_epi32(1 << (SOPHON__PRECISION_BITS - 1));
     /* After the packs: dword 0 = pixel 0, 4 = pixel 1, 1 = pixel 2, 5 = pixel 3. */
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m128i rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
     const size_t in_bytes = (size_t)c->in * 3, taps = c->kx_taps;
+    /* Every load reads 16 bytes from pixel t, t a multiple of 4 below taps. */
+    const size_t last_load = ((taps - 1) & ~(size_t)3) * 3 + 16;
     uint32_t xx = 0, t;
 
     for (; xx + 4 <= c->out; xx += 4) {
         const uint8_t *p0 = src + (size_t)c->first[xx] * 3, *p1 = src + (size_t)c->first[xx + 1] * 3;
         const uint8_t *p2 = src + (size_t)c->first[xx + 2] * 3, *p3 = src + (size_t)c->first[xx + 3] * 3;
         const int32_t *ka = &c->kx[(size_t)xx / 2 * taps * 8], *kb = ka + taps * 8;
-        __m256i a = half, b = half, v;
+        __m256i ah = _mm256_setzero_si256(), al = ah, bh = ah, bl = ah, a, b, v;
         __m128i o;
 
-        /* The last step loads 16 bytes from pixel first + taps - 5: stop where that overruns. */
-        if ((size_t)c->first[xx + 3] * 3 + (taps - 5) * 3 + 16 > in_bytes)
-            break;
-        for (t = 0; t < taps; t += 5, ka += 40, kb += 40) {
+        if ((size_t)c->first[xx + 3] * 3 + last_load > in_bytes)
+            break; /* Near the row's end: the rest is scalar. */
+        for (t = 0; t + 4 <= taps; t += 4, ka += 32, kb += 32) {
             const __m256i pa = load_pair(p0 + 3 * t, p1 + 3 * t);
             const __m256i pb = load_pair(p2 + 3 * t, p3 + 3 * t);
 
-            a = tap(a, pa, m0, ka);
-            b = tap(b, pb, m0, kb);
-            a = tap(a, pa, m1, ka + 8);
-            b = tap(b, pb, m1, kb + 8);
-            a = tap(a, pa, m2, ka + 16);
-            b = tap(b, pb, m2, kb + 16);
-            a = tap(a, pa, m3, ka + 24);
-            b = tap(b, pb, m3, kb + 24);
-            a = tap(a, pa, m4, ka + 32);
-            b = tap(b, pb, m4, kb + 32);
+            taps2(&ah, &al, pa, m01, ka);
+            taps2(&bh, &bl, pb, m01, kb);
+            taps2(&ah, &al, pa, m23, ka + 16);
+            taps2(&bh, &bl, pb, m23, kb + 16);
         }
+        if (t < taps) {
+            taps2(&ah, &al, load_pair(p0 + 3 * t, p1 + 3 * t), m01, ka);
+            taps2(&bh, &bl, load_pair(p2 + 3 * t, p3 + 3 * t), m01, kb);
+        }
+        a = _mm256_add_epi32(combine(ah, al), half);
+        b = _mm256_add_epi32(combine(bh, bl), half);
         v = _mm256_packs_epi32(shift_out(a), shift_out(b));
         v = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(v, v), order);
         o = _mm_shuffle_epi8(_mm256_castsi256_si128(v), rgb);
