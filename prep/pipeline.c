@@ -36,6 +36,7 @@ struct pipeline {
     int32_t *acc;
     uint8_t *orow;
     uint32_t next_out; /* Next output row to produce. */
+    float norm[3][256]; /* f32 output: normalize() of every channel value. */
 };
 
 uint64_t sophon_prep_output_size(const struct sophon_prep_params *p)
@@ -145,12 +146,22 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
 
 /*
  * ToTensor divides by 255 in float32, Normalize subtracts then divides in float32: three rounded
- * float operations, in that order. The one place f32 values are made, for sophon_prep_run and
- * sophon_prep_normalize alike, so that both give the same bytes.
+ * float operations, in that order. The one place f32 values are made (through normalize_table),
+ * for sophon_prep_run and sophon_prep_normalize alike, so that both give the same bytes.
  */
 static inline float normalize(uint8_t v, const struct sophon_prep_params *p, uint32_t c)
 {
     return ((float)v / 255.0f - p->mean[c]) / p->std[c];
+}
+
+/* A channel takes 256 values: look them up rather than divide twice per output float. */
+static void normalize_table(float t[3][256], const struct sophon_prep_params *p)
+{
+    uint32_t c, v;
+
+    for (c = 0; c < 3; c++)
+        for (v = 0; v < 256; v++)
+            t[c][v] = normalize((uint8_t)v, p, c);
 }
 
 /* Write one finished RGB output row: mirrored if asked, as bytes or normalized planes. */
@@ -174,7 +185,7 @@ static void store_row(struct pipeline *pl, const uint8_t *rgb, uint32_t yy)
         uint8_t *plane = pl->out + ((size_t)c * p->out_h + yy) * w * sizeof(float);
 
         for (x = 0; x < w; x++) {
-            float f = normalize(rgb[(size_t)x * 3 + c], p, c);
+            float f = pl->norm[c][rgb[(size_t)x * 3 + c]];
             uint32_t xo = p->flip ? w - 1 - x : x;
 
             memcpy(plane + (size_t)xo * sizeof(float), &f, sizeof(f));
@@ -186,6 +197,7 @@ int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
                           const struct sophon_prep_params *p)
 {
     struct sophon_prep_params f32;
+    float norm[3][256];
     uint32_t w, h, x, y, c;
 
     if (out == NULL || hwc == NULL || p == NULL)
@@ -201,6 +213,7 @@ int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
         return -ERANGE;
     w = p->out_w;
     h = p->out_h;
+    normalize_table(norm, p);
     /* The u8 output is already flipped: the planes follow it pixel for pixel. */
     for (c = 0; c < 3; c++) {
         for (y = 0; y < h; y++) {
@@ -208,7 +221,7 @@ int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
             const uint8_t *src = hwc + (size_t)y * w * 3 + c;
 
             for (x = 0; x < w; x++) {
-                float f = normalize(src[(size_t)x * 3], p, c);
+                float f = norm[c][src[(size_t)x * 3]];
 
                 memcpy(row + (size_t)x * sizeof(float), &f, sizeof(f));
             }
@@ -316,6 +329,8 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
     }
 
     memset(&pl, 0, sizeof(pl));
+    if (p->format == SOPHON_FORMAT_F32)
+        normalize_table(pl.norm, p);
     pl.p = p;
     pl.out = out;
     pl.err = err;
