@@ -15,17 +15,21 @@ static const char usage[] =
     "Usage: sophon probe FILE...\n"
     "       sophon probe -p POOL OBJ...\n"
     "Prints each JPEG's header facts without decoding it: size, components, subsampling,\n"
-    "progressive, colour space, scans. With -p, the OSD holding each object reads it.\n\n"
+    "progressive, colour space, and the time the header took. Local files also get their scan\n"
+    "count (a walk over the whole file, not included in that time). With -p, the OSD holding\n"
+    "each object reads its header.\n\n"
     CLI_COMMON_HELP;
 
 static void print_info(const char *name, const struct sophon_probe_info *i, uint64_t bytes,
                        double usec)
 {
-    printf("%s: %ux%u, %u component%s, %s, %s %s, %u-bit, %u scan%s, %llu bytes", name, i->width,
-           i->height, i->components, i->components == 1 ? "" : "s",
-           sophon_colorspace_name(i->colorspace), sophon_subsampling_name(i->subsampling),
-           i->progressive ? "progressive" : "baseline", i->bits, i->scans,
-           i->scans == 1 ? "" : "s", (unsigned long long)bytes);
+    printf("%s: %ux%u, %u component%s, %s, %s %s, %u-bit", name, i->width, i->height,
+           i->components, i->components == 1 ? "" : "s", sophon_colorspace_name(i->colorspace),
+           sophon_subsampling_name(i->subsampling), i->progressive ? "progressive" : "baseline",
+           i->bits);
+    if (i->scans > 0)
+        printf(", %u scan%s", i->scans, i->scans == 1 ? "" : "s");
+    printf(", %llu bytes", (unsigned long long)bytes);
     if (usec >= 0)
         printf(", probed in %.1f us", usec);
     putchar('\n');
@@ -91,6 +95,11 @@ int cmd_probe(int argc, char **argv)
         double t0 = now_us();
         r = sophon_probe(&info, buf, len, err, sizeof(err));
         double t1 = now_us();
+        if (r == 0) {
+            int64_t scans = sophon_count_scans(buf, len);
+
+            info.scans = scans > 0 && scans <= UINT32_MAX ? (uint32_t)scans : 0;
+        }
         free(buf);
         if (r < 0) {
             cli_error(&c, "%s: %s (%s)", name, err, strerror(-r));

@@ -76,7 +76,8 @@ static int read_object(cls_method_context_t ctx, char **buf, int *len, const cha
 
 /*
  * probe - a read method that returns the stored JPEG's header facts (size, components,
- * subsampling, progressive, colour space, scans) and the object's size, without decoding it.
+ * subsampling, progressive, colour space) and the object's size, without decoding it. Scans are
+ * not counted (that walks the whole object); the reply says 0.
  */
 static int probe(cls_method_context_t ctx, char *in, int in_len, char **out, int *out_len)
 {

@@ -110,17 +110,25 @@ struct sophon_probe_info {
     uint8_t colorspace;  /* enum sophon_colorspace, as libjpeg guesses it from the markers. */
     uint8_t subsampling; /* enum sophon_subsampling, from the sampling factors. */
     uint8_t bits;        /* Sample precision, 8 for images we can decode. */
-    uint32_t scans;      /* Number of SOS markers in the file (counted by a marker walk). */
+    uint32_t scans;      /* SOS markers in the file; 0 = not counted (see sophon_count_scans). */
 };
 
 /*
- * sophon_probe - read the header of jpeg[0..len) into *out.
- * Reads markers only (no entropy decoding); cost is O(len) for the scan count.
+ * sophon_probe - read the header of jpeg[0..len) into *out: the marker segments up to the first
+ * SOS, nothing after it, so the cost does not grow with the file (microseconds). out->scans is
+ * left 0: counting them means walking the whole file (sophon_count_scans).
  * Returns 0, -EINVAL (NULL out/jpeg), -EBADMSG (not a JPEG / corrupt header),
  * -EOPNOTSUPP (e.g. 12-bit: width/height/bits are still filled in when known).
  */
 int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len, char *err,
                  size_t errlen);
+
+/*
+ * sophon_count_scans - the number of SOS markers in jpeg[0..len), by a walk over the whole file
+ * (marker segments skipped by length, entropy-coded data scanned for the next marker): O(len).
+ * Returns the count, or -EBADMSG when the file does not start with SOI or has a bad segment.
+ */
+int64_t sophon_count_scans(const uint8_t *jpeg, size_t len);
 
 /*
  * sophon_prep_output_size - bytes the output needs: out_w * out_h * 3 (u8) or

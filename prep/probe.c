@@ -78,7 +78,6 @@ int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len,
 {
     struct sophon__jpeg j;
     struct sophon__jpeg *jp = &j;
-    struct sophon__markers mk;
     int rc;
 
     if (out == NULL || jpeg == NULL) {
@@ -86,18 +85,17 @@ int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len,
         return -EINVAL;
     }
     memset(out, 0, sizeof(*out));
-    rc = sophon__walk_markers(&mk, jpeg, len, 0);
-    if (rc < 0) {
-        sophon__seterr(err, errlen, "not a JPEG (no SOI marker or bad segment length)");
-        return rc;
+    if (len < 2 || jpeg[0] != 0xff || jpeg[1] != 0xd8) {
+        sophon__seterr(err, errlen, "not a JPEG (no SOI marker)");
+        return -EBADMSG;
     }
+    /* jpeg_read_header reads marker segments up to the first SOS and stops there. */
     sophon__jpeg_init(jp, NULL);
     if (setjmp(jp->jump)) {
         rc = jp->code;
         /* A 12-bit or lossless file still has a readable SOF: report what is known. */
         if (rc == -EOPNOTSUPP)
             fill_info(out, &jp->cinfo);
-        out->scans = mk.scans;
         sophon__seterr(err, errlen, "%s", jp->msg);
         goto done;
     }
@@ -106,11 +104,19 @@ int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len,
     if (jpeg_read_header(&jp->cinfo, TRUE) != JPEG_HEADER_OK)
         sophon__jpeg_fail(jp, -EBADMSG, "JPEG has tables but no image");
     fill_info(out, &jp->cinfo);
-    out->scans = mk.scans;
     rc = 0;
 done:
     jpeg_destroy_decompress(&jp->cinfo);
     return rc;
+}
+
+int64_t sophon_count_scans(const uint8_t *jpeg, size_t len)
+{
+    struct sophon__markers mk;
+
+    if (jpeg == NULL || sophon__walk_markers(&mk, jpeg, len, 0) < 0)
+        return -EBADMSG;
+    return mk.scans;
 }
 
 const char *sophon_colorspace_name(int cs)

@@ -53,7 +53,8 @@ static int cmd_probe(int argc, char **argv)
             printf("%s\t%" PRIu32 "x%" PRIu32 "\tc=%u\t%s\t%s\tprog=%u\tscans=%" PRIu32 "\n",
                    argv[i], info.width, info.height, info.components,
                    sophon_colorspace_name(info.colorspace),
-                   sophon_subsampling_name(info.subsampling), info.progressive, info.scans);
+                   sophon_subsampling_name(info.subsampling), info.progressive,
+                   (uint32_t)sophon_count_scans(buf, len));
         }
         free(buf);
     }

@@ -492,7 +492,9 @@ static void test_probe_modes(void **state)
         assert_int_equal(info.subsampling, cases[i].ss);
         assert_int_equal(info.progressive, cases[i].prog);
         assert_int_equal(info.bits, 8);
-        assert_true(cases[i].prog ? info.scans > 1 : info.scans == 1);
+        assert_int_equal(info.scans, 0); /* The header alone does not tell. */
+        assert_true(cases[i].prog ? sophon_count_scans(j.data, j.len) > 1
+                                  : sophon_count_scans(j.data, j.len) == 1);
         free(j.data);
     }
     assert_string_equal(sophon_subsampling_name(SOPHON_SS_420), "420");
@@ -719,7 +721,6 @@ static void test_limits(void **state)
     struct jpeg_buf j = make_jpeg(K_420, 64, 48, 1, 80);
     struct sophon_prep_params p = params(0, 0, 64, 48, 16, 16, 0);
     struct sophon_limits lim = SOPHON_LIMITS_INIT;
-    struct sophon_probe_info info;
     uint8_t small[4];
 
     (void)state;
@@ -731,10 +732,10 @@ static void test_limits(void **state)
     lim.max_pixels = 0; /* Unlimited. */
     assert_int_equal(run(&j, &p, &lim, 0), 0);
 
-    assert_int_equal(sophon_probe(&info, j.data, j.len, NULL, 0), 0);
-    lim.max_scans = info.scans;
+    lim.max_scans = (uint32_t)sophon_count_scans(j.data, j.len);
+    assert_true(lim.max_scans > 1);
     assert_int_equal(run(&j, &p, &lim, 0), 0);
-    lim.max_scans = info.scans - 1;
+    lim.max_scans--;
     assert_int_equal(run(&j, &p, &lim, 0), -E2BIG);
     lim.max_scans = 1000;
 
