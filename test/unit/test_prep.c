@@ -904,7 +904,8 @@ static void test_fast_mode(void **state)
     free(j.data);
 }
 
-int main(void)
+/* test_prep [PATTERN]: only the tests whose names match PATTERN (cmocka's * and ? wildcards). */
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_size),
@@ -924,5 +925,7 @@ int main(void)
         cmocka_unit_test(test_fast_mode),
     };
 
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
