@@ -134,7 +134,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     struct jpeg_decompress_struct *c = &st.j.cinfo;
     struct sophon__region rg;
     struct sophon__markers mk;
-    uint32_t imcu_w, imcu_h, first, y;
+    uint32_t imcu_w, imcu_h, margin, first, y;
     JDIMENSION xoff, cw, x1;
     uint64_t pixels, line_bytes;
     int rc;
@@ -194,12 +194,18 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
 
     /*
      * Columns: one iMCU of margin on each side, because fancy upsampling treats the edges of a
-     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines").
+     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines"). In a
+     * progressive file, block smoothing (decompress_smooth_data in jdcoefct.c, when some of AC
+     * coefficients 1..9 were never sent in full) also predicts each block from the DC values of
+     * the two blocks on either side, and takes the first cropped block column as the left edge
+     * of the image: the first two blocks of every component differ. Three iMCUs keep those, and
+     * the upsampling neighbour next to them, out of the region.
      */
     imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
     imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
-    xoff = rg.x > imcu_w ? rg.x - imcu_w : 0;
-    x1 = (uint64_t)rg.x + rg.w + imcu_w < c->output_width ? rg.x + rg.w + imcu_w : c->output_width;
+    margin = c->progressive_mode ? 3 * imcu_w : imcu_w;
+    xoff = rg.x > margin ? rg.x - margin : 0;
+    x1 = (uint64_t)rg.x + rg.w + margin < c->output_width ? rg.x + rg.w + margin : c->output_width;
     cw = x1 - xoff;
     if (xoff != 0 || cw != c->output_width)
         jpeg_crop_scanline(c, &xoff, &cw);

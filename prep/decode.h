@@ -3,7 +3,8 @@
  *
  * Only the rows and columns the region needs are decoded (jpeg_skip_scanlines above it,
  * jpeg_crop_scanline around it, jpeg_abort_decompress after it), widened by one iMCU on each
- * side so that fancy chroma upsampling sees the same neighbours as in a full decode: the rows
+ * side (three to the left and right in progressive files) so that fancy chroma upsampling and
+ * block smoothing see the same neighbours as in a full decode: the rows
  * delivered are byte-identical to the same rows of a full decode.
  */
 #ifndef SOPHON_PREP_DECODE_H

@@ -92,8 +92,30 @@ static void compress_error_exit(j_common_ptr cinfo)
     longjmp(((struct compress_err *)cinfo->err)->jump, 1);
 }
 
+/* How make_jpeg_enc encodes, beyond the kind and size. */
+struct enc {
+    int progressive; /* jpeg_simple_progression, unless scans is set. */
+    int quality;
+    unsigned restart_interval;   /* In MCUs; 0: none. */
+    int restart_in_rows;         /* In MCU rows, as cjpeg -restart N; 0: none. */
+    int arith;                   /* Arithmetic coding instead of Huffman. */
+    const jpeg_scan_info *scans; /* A progression of our own (component indices). */
+    int nscans;
+};
+
+static struct jpeg_buf make_jpeg_enc(enum kind k, uint32_t w, uint32_t h, const struct enc *en);
+
 /* Encodes a w x h image of the given kind; progressive adds jpeg_simple_progression. */
 static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progressive, int quality)
+{
+    struct enc en = {0};
+
+    en.progressive = progressive;
+    en.quality = quality;
+    return make_jpeg_enc(k, w, h, &en);
+}
+
+static struct jpeg_buf make_jpeg_enc(enum kind k, uint32_t w, uint32_t h, const struct enc *en)
 {
     struct jpeg_compress_struct c;
     struct compress_err e;
@@ -118,7 +140,7 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
     c.input_components = comps;
     c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 3 ? JCS_RGB : JCS_CMYK;
     jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, quality, TRUE);
+    jpeg_set_quality(&c, en->quality, TRUE);
     if (k == K_RGB)
         jpeg_set_colorspace(&c, JCS_RGB);
     if (k == K_YCCK)
@@ -155,8 +177,15 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
             c.comp_info[3].v_samp_factor = vs;
         }
     }
-    if (progressive)
+    if (en->progressive)
         jpeg_simple_progression(&c);
+    if (en->scans != NULL) {
+        c.scan_info = en->scans;
+        c.num_scans = en->nscans;
+    }
+    c.restart_interval = en->restart_interval;
+    c.restart_in_rows = en->restart_in_rows;
+    c.arith_code = en->arith ? TRUE : FALSE;
     jpeg_start_compress(&c, TRUE);
     for (y = 0; y < h; y++) {
         JSAMPROW rp[1] = {row};
@@ -175,6 +204,71 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
     out.len = size;
     free(mem);
     return out;
+}
+
+enum script { S_DC_ONLY, S_NO_REFINE, S_SEPARATE, S_LOW_ONLY, S_CHROMA_INCOMPLETE, S_COUNT };
+
+static const char *const script_names[S_COUNT] = {"dc-only", "no-refine", "separate", "low-only",
+                                                  "chroma-incomplete"};
+
+static void add_scan(jpeg_scan_info *out, int *n, int ncomps, int c0, int ss, int se, int ah,
+                     int al)
+{
+    jpeg_scan_info *sc = &out[(*n)++];
+    int i;
+
+    memset(sc, 0, sizeof(*sc));
+    sc->comps_in_scan = ncomps;
+    for (i = 0; i < ncomps; i++)
+        sc->component_index[i] = c0 + i;
+    sc->Ss = ss;
+    sc->Se = se;
+    sc->Ah = ah;
+    sc->Al = al;
+}
+
+/*
+ * Progressions libjpeg accepts that jpeg_simple_progression does not make. dc-only, no-refine
+ * and chroma-incomplete never send some of coefficients 1..9 in full, so the decoder smooths
+ * blocks with their neighbours' DC values (up to two block rows below); separate has one
+ * component per DC scan and split bands; low-only never sends 10..63, which needs no smoothing.
+ */
+static int make_script(enum script s, int ncomps, jpeg_scan_info *out)
+{
+    int n = 0, c;
+
+    switch (s) {
+    case S_DC_ONLY:
+        add_scan(out, &n, ncomps, 0, 0, 0, 0, 0);
+        break;
+    case S_NO_REFINE:
+    case S_LOW_ONLY:
+    case S_CHROMA_INCOMPLETE:
+        add_scan(out, &n, ncomps, 0, 0, 0, 0, 0);
+        for (c = 0; c < ncomps; c++)
+            add_scan(out, &n, 1, c, 1, s == S_LOW_ONLY ? 9 : 63, 0,
+                     s == S_NO_REFINE || (s == S_CHROMA_INCOMPLETE && c > 0));
+        break;
+    default:
+        for (c = 0; c < ncomps; c++)
+            add_scan(out, &n, 1, c, 0, 0, 0, 1);
+        for (c = 0; c < ncomps; c++) {
+            add_scan(out, &n, 1, c, 1, 2, 0, 0);
+            add_scan(out, &n, 1, c, 3, 9, 0, 1);
+            add_scan(out, &n, 1, c, 10, 63, 0, 0);
+        }
+        for (c = 0; c < ncomps; c++) {
+            add_scan(out, &n, 1, c, 0, 0, 1, 0);
+            add_scan(out, &n, 1, c, 3, 9, 1, 0);
+        }
+        break;
+    }
+    return n;
+}
+
+static int comps_of(enum kind k)
+{
+    return k == K_GRAY ? 1 : (k == K_CMYK || k == K_YCCK) ? 4 : 3;
 }
 
 /* ---- Reference pipeline: plain and whole-image, following Pillow 9.4 literally. ---- */
@@ -384,20 +478,17 @@ static uint32_t rnd(uint32_t *s, uint32_t n)
 }
 
 /* Random boxes of all shapes plus every edge and corner, for one image. */
-static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int cases)
+static void check_boxes(const struct jpeg_buf *j, uint32_t s, int cases, const char *what)
 {
-    struct jpeg_buf j = make_jpeg(k, w, h, progressive, 85);
-    uint8_t *full = ref_decode(&j);
-    uint32_t s = 12345u + (uint32_t)k * 77u + w, i;
-    char what[64];
+    uint8_t *full = ref_decode(j);
+    uint32_t w = j->w, h = j->h, i;
 
-    snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[k], w, h, progressive ? " prog" : "");
     for (i = 0; i < (uint32_t)cases; i++) {
         uint32_t bw = 1 + rnd(&s, w), bh = 1 + rnd(&s, h);
         struct sophon_prep_params p = params(rnd(&s, w - bw + 1), rnd(&s, h - bh + 1), bw, bh,
                                              1 + rnd(&s, 64), 1 + rnd(&s, 64), (int)(i & 1));
 
-        check_case(&j, full, &p, what);
+        check_case(j, full, &p, what);
     }
     /* Corners and edges, 1-pixel boxes, the whole image, upscaling, same-size passes. */
     {
@@ -415,9 +506,18 @@ static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int
         };
 
         for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-            check_case(&j, full, &fixed[i], what);
+            check_case(j, full, &fixed[i], what);
     }
     free(full);
+}
+
+static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int cases)
+{
+    struct jpeg_buf j = make_jpeg(k, w, h, progressive, 85);
+    char what[64];
+
+    snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[k], w, h, progressive ? " prog" : "");
+    check_boxes(&j, 12345u + (uint32_t)k * 77u + w, cases, what);
     free(j.data);
 }
 
@@ -523,6 +623,37 @@ static void test_modes_partial_decode(void **state)
     for (k = 0; k < K_COUNT; k++) {
         check_many((enum kind)k, 389, 277, 0, 25);
         check_many((enum kind)k, 301, 203, 1, 10);
+    }
+}
+
+/*
+ * Progressive files that never send some of coefficients 1..9 in full: libjpeg smooths each block
+ * with the DC values of the blocks two rows and two columns around it, so cropped columns need
+ * a wider margin.
+ */
+static void test_modes_smoothing(void **state)
+{
+    static const enum kind kinds[] = {K_GRAY, K_444, K_420, K_422, K_411, K_YCCK};
+    static const enum script scripts[] = {S_DC_ONLY, S_NO_REFINE, S_CHROMA_INCOMPLETE};
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    char what[64];
+    size_t i, s;
+
+    (void)state;
+    en.quality = 85;
+    en.scans = scans;
+    for (s = 0; s < sizeof(scripts) / sizeof(scripts[0]); s++) {
+        for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            struct jpeg_buf j;
+
+            en.nscans = make_script(scripts[s], comps_of(kinds[i]), scans);
+            j = make_jpeg_enc(kinds[i], 203, 97, &en);
+            snprintf(what, sizeof(what), "%s 203x97 %s", kind_names[kinds[i]],
+                     script_names[scripts[s]]);
+            check_boxes(&j, 777u + (uint32_t)(s * 10 + i), 12, what);
+            free(j.data);
+        }
     }
 }
 
@@ -912,6 +1043,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_probe_modes),
         cmocka_unit_test(test_modes_small),
         cmocka_unit_test(test_modes_partial_decode),
+        cmocka_unit_test(test_modes_smoothing),
         cmocka_unit_test(test_flip_mirrors),
         cmocka_unit_test(test_f32_is_normalized_u8),
         cmocka_unit_test(test_errors_params),
