@@ -125,13 +125,24 @@ static void use_cut(struct decode_state *s, const uint8_t *jpeg, size_t len,
     struct jpeg_decompress_struct *c = &s->j.cinfo;
     struct sophon__cut cut;
     JDIMENSION width = c->image_width, height = c->image_height;
+    uint32_t dropped;
     size_t n;
-    int rc;
+    int ci, rc;
 
     memset(&cut, 0, sizeof(cut));
     cut.height = sophon__cut_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor,
                                     ((uint64_t)rg->y + rg->h) * rg->scale_denom);
-    rc = sophon__cut_copy(&s->copy, &n, jpeg, len, &cut);
+    cut.ncomps = c->num_components; /* 1, 3 or 4 (choose_color). */
+    for (ci = 0; ci < c->num_components; ci++) {
+        cut.id[ci] = (uint8_t)c->comp_info[ci].component_id;
+        /*
+         * jpeg_idct_1x1 reads coef_block[0] only. Not every component gets it at 1/8: 4:2:0
+         * chroma is scaled up by the IDCT (jpeg_idct_2x2, which reads AC coefficients) rather
+         * than by the upsampler (jpeg_calc_output_dimensions).
+         */
+        cut.dc_only[ci] = c->comp_info[ci].DCT_scaled_size == 1;
+    }
+    rc = sophon__cut_copy(&s->copy, &n, &dropped, jpeg, len, &cut);
     if (rc < 0)
         sophon__jpeg_fail(&s->j, rc, "out of memory for the progressive cut");
     if (s->copy == NULL)
@@ -140,11 +151,14 @@ static void use_cut(struct decode_state *s, const uint8_t *jpeg, size_t len,
     jpeg_abort_decompress(c);
     sophon__jpeg_src(&s->j, s->copy, n);
     if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK || c->image_width != width ||
-        c->image_height != cut.height)
+        c->image_height != (cut.height < height ? cut.height : height))
         sophon__jpeg_fail(&s->j, -EBADMSG, "the progressive cut changed the frame header");
     choose_color(&s->j);
     set_output(&s->j, rg, flags);
-    s->j.allow_scan_tails = 1;
+    /* Without the AC scans, smoothing would invent AC and DC values (cut.c). */
+    if (dropped > 0)
+        c->do_block_smoothing = FALSE;
+    s->j.allow_scan_tails = c->image_height < height;
 }
 
 /* Deliver one decoded scanline's region columns as RGB. */

@@ -1258,12 +1258,14 @@ static uint32_t probe_height(const uint8_t *jpeg, size_t len, uint32_t *scans)
     return info.height;
 }
 
-/* The copy itself: the same bytes with a lower SOF height, or nothing. */
+/* The copy itself: a lower SOF height, the AC scans of DC-only components left out, or nothing. */
 static void test_cut_copy(void **state)
 {
-    struct jpeg_buf j = make_jpeg(K_444, 64, 200, 1, 80);
-    struct sophon__cut cut = {48};
-    uint32_t nscans;
+    struct jpeg_buf j = make_jpeg(K_444, 64, 200, 1, 80), g;
+    struct sophon__cut cut = {48, 3, {1, 2, 3}, {0, 0, 0}};
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    uint32_t dropped, nscans;
     uint8_t *copy, *junk;
     size_t n, at[64];
 
@@ -1273,16 +1275,38 @@ static void test_cut_copy(void **state)
     assert_int_equal(sophon__cut_height(200, 16, 150), 200);
     assert_int_equal(sophon__cut_height(200, 8, 200), 200);
 
-    assert_int_equal(sophon__cut_copy(&copy, &n, j.data, j.len, &cut), 0);
+    /* The height only: the same bytes but two. */
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
     assert_non_null(copy);
     assert_int_equal(n, j.len);
+    assert_int_equal(dropped, 0);
     assert_int_equal(probe_height(copy, n, &nscans), 48);
     assert_int_equal(nscans, 10);
     free(copy);
 
-    /* The whole height: no copy. */
+    /* Every component at 1/8: jpeg_simple_progression's 8 AC scans go, its 2 DC scans stay. */
+    memset(cut.dc_only, 1, sizeof(cut.dc_only));
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_non_null(copy);
+    assert_true(n < j.len / 2);
+    assert_int_equal(dropped, 8);
+    assert_int_equal(probe_height(copy, n, &nscans), 48);
+    assert_int_equal(nscans, 2);
+    free(copy);
+
+    /* Luma only (4:2:0 at 1/8 upsamples chroma with the 2x2 IDCT): its 4 AC scans go. */
     cut.height = 200;
-    assert_int_equal(sophon__cut_copy(&copy, &n, j.data, j.len, &cut), 0);
+    cut.dc_only[1] = cut.dc_only[2] = 0;
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(dropped, 4);
+    assert_int_equal(probe_height(copy, n, &nscans), 200);
+    assert_int_equal(nscans, 6);
+    free(copy);
+
+    /* Nothing to leave out: no copy. */
+    cut.dc_only[0] = 0;
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
     assert_null(copy);
 
     /* Garbage between two segments would hide among the skipped tails: no copy. */
@@ -1293,16 +1317,30 @@ static void test_cut_copy(void **state)
     memcpy(junk + at[1], "abc", 3);
     memcpy(junk + at[1] + 3, j.data + at[1], j.len - at[1]);
     cut.height = 48;
-    assert_int_equal(sophon__cut_copy(&copy, &n, junk, j.len + 3, &cut), 0);
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, junk, j.len + 3, &cut), 0);
     assert_null(copy);
     free(junk);
+
+    /* Coefficients 1..9 never sent in full: the decoder smooths blocks, so every scan stays. */
+    en.quality = 80;
+    en.nscans = make_script(S_NO_REFINE, 3, scans);
+    en.scans = scans;
+    g = make_jpeg_enc(K_444, 64, 200, &en);
+    memset(cut.dc_only, 1, sizeof(cut.dc_only));
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, g.data, g.len, &cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(probe_height(copy, n, &nscans), 48);
+    assert_int_equal(nscans, 4);
+    free(copy);
+    free(g.data);
     free(j.data);
 }
 
 /*
  * Damage in data the cut never decodes goes unnoticed, as damage in rows below the region always
- * did: a marker in the tail of the last scan (rows far below the region). Decoding the whole
- * file refuses it, and so does a box that needs those rows.
+ * did: a marker in the tail of the last scan (rows far below the region), and, at 1/8 scale, in
+ * an AC scan left out. Decoding the whole file refuses both; damage in the region is refused.
  */
 static void test_cut_damage(void **state)
 {
@@ -1319,6 +1357,24 @@ static void test_cut_damage(void **state)
     assert_int_equal(sophon__prep_run(out, sizeof(out), j.data, j.len, &top, NULL,
                                       SOPHON__DECODE_WHOLE_FILE, NULL, 0),
                      -EBADMSG);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
+                     -EBADMSG);
+    free(j.data);
+
+    /* Scan 1 is luma AC 1-5: not read at 1/8 (every component 1x1), needed otherwise. */
+    j = make_jpeg(K_444, 64, 200, 1, 80);
+    put_marker_in_scan(&j, 1, 0.5);
+    all.fast = 1;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0), 0);
+    assert_int_equal(sophon__prep_run(out, sizeof(out), j.data, j.len, &all, NULL,
+                                      SOPHON__DECODE_WHOLE_FILE, NULL, 0),
+                     -EBADMSG);
+    all.fast = 0;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
+                     -EBADMSG);
+    all.fast = 1;
+    all.out_w = 32; /* 1/2 scale: the 4x4 IDCT reads AC coefficients. */
+    all.out_h = 100;
     assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
                      -EBADMSG);
     free(j.data);
@@ -1359,6 +1415,24 @@ static void test_cut_errors(void **state)
         bad.data[at[0] + 5] = 9;
         assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
     }
+    /* An AC scan the 1/8 decode would leave out, with Se = 64: kept, and refused by libjpeg. */
+    memcpy(bad.data, j.data, j.len);
+    assert_int_equal(bad.data[at[1] + 4], 1); /* Ns = 1: Cs, Td/Ta, then Ss, Se. */
+    bad.data[at[1] + 8] = 64;
+    top.fast = 1;
+    assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+    free(bad.data);
+
+    /*
+     * The last scan (luma AC refinement to Al = 0) twice: every coefficient still ends complete,
+     * but libjpeg warns of a bogus progression at the second one. Kept, and refused.
+     */
+    bad.len = j.len + (j.len - 2 - at[9]);
+    bad.data = malloc(bad.len);
+    assert_non_null(bad.data);
+    memcpy(bad.data, j.data, j.len - 2);
+    memcpy(bad.data + j.len - 2, j.data + at[9], j.len - at[9]);
+    assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
     free(bad.data);
     free(j.data);
 }
