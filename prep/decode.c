@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cut.h"
 #include "jpeg_guard.h"
 #include "markers.h"
 
@@ -16,6 +17,7 @@ struct decode_state {
     struct sophon__jpeg j;
     uint8_t *line; /* One decoded (cropped) scanline, out_color_components per pixel. */
     uint8_t *rgb;  /* The region's columns of that line as RGB, when a conversion is needed. */
+    uint8_t *copy; /* The progressive cut of the file that libjpeg reads, if any (cut.h). */
 };
 
 /* Pillow's MULDIV255: a * b / 255 rounded, without a division. */
@@ -90,6 +92,19 @@ static void choose_color(struct sophon__jpeg *j)
     }
 }
 
+/* After jpeg_read_header: what to decode and how, then the output size. */
+static void set_output(struct sophon__jpeg *j, const struct sophon__region *rg, unsigned flags)
+{
+    struct jpeg_decompress_struct *c = &j->cinfo;
+    int fast = (flags & SOPHON__DECODE_FAST) != 0;
+
+    c->scale_num = 1;
+    c->scale_denom = rg->scale_denom;
+    c->dct_method = fast ? JDCT_IFAST : JDCT_ISLOW;
+    c->do_fancy_upsampling = fast ? FALSE : TRUE;
+    jpeg_calc_output_dimensions(c);
+}
+
 static void check_region(struct sophon__jpeg *j, const struct sophon__region *rg)
 {
     const struct jpeg_decompress_struct *c = &j->cinfo;
@@ -97,6 +112,53 @@ static void check_region(struct sophon__jpeg *j, const struct sophon__region *rg
     if (rg->w == 0 || rg->h == 0 || (uint64_t)rg->x + rg->w > c->output_width ||
         (uint64_t)rg->y + rg->h > c->output_height)
         sophon__jpeg_fail(j, -EINVAL, "region outside the image");
+}
+
+/*
+ * A progressive file: switch libjpeg to a private copy that holds only what the region needs
+ * (cut.h), when that is less than the file, and read its header. The region's rows come from
+ * full-resolution rows [0, (y + h) * scale_denom).
+ */
+static void use_cut(struct decode_state *s, const uint8_t *jpeg, size_t len,
+                    const struct sophon__region *rg, unsigned flags)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    struct sophon__cut cut;
+    JDIMENSION width = c->image_width, height = c->image_height;
+    uint32_t dropped;
+    size_t n;
+    int ci, rc;
+
+    memset(&cut, 0, sizeof(cut));
+    cut.height = sophon__cut_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor,
+                                    ((uint64_t)rg->y + rg->h) * rg->scale_denom);
+    cut.ncomps = c->num_components; /* 1, 3 or 4 (choose_color). */
+    for (ci = 0; ci < c->num_components; ci++) {
+        cut.id[ci] = (uint8_t)c->comp_info[ci].component_id;
+        /*
+         * jpeg_idct_1x1 reads coef_block[0] only. Not every component gets it at 1/8: 4:2:0
+         * chroma is scaled up by the IDCT (jpeg_idct_2x2, which reads AC coefficients) rather
+         * than by the upsampler (jpeg_calc_output_dimensions).
+         */
+        cut.dc_only[ci] = c->comp_info[ci].DCT_scaled_size == 1;
+    }
+    rc = sophon__cut_copy(&s->copy, &n, &dropped, jpeg, len, &cut);
+    if (rc < 0)
+        sophon__jpeg_fail(&s->j, rc, "out of memory for the progressive cut");
+    if (s->copy == NULL)
+        return;
+
+    jpeg_abort_decompress(c);
+    sophon__jpeg_src(&s->j, s->copy, n);
+    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK || c->image_width != width ||
+        c->image_height != (cut.height < height ? cut.height : height))
+        sophon__jpeg_fail(&s->j, -EBADMSG, "the progressive cut changed the frame header");
+    choose_color(&s->j);
+    set_output(&s->j, rg, flags);
+    /* Without the AC scans, smoothing would invent AC and DC values (cut.c). */
+    if (dropped > 0)
+        c->do_block_smoothing = FALSE;
+    s->j.allow_scan_tails = c->image_height < height;
 }
 
 /* Deliver one decoded scanline's region columns as RGB. */
@@ -126,7 +188,7 @@ static void read_line(struct decode_state *s)
         sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg returned no scanline");
 }
 
-int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, int fast,
+int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, unsigned flags,
                    const struct sophon__decode_cb *cb, char *err, size_t errlen)
 {
     struct decode_state st;
@@ -134,7 +196,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     struct jpeg_decompress_struct *c = &st.j.cinfo;
     struct sophon__region rg;
     struct sophon__markers mk;
-    uint32_t imcu_w, imcu_h, first, y;
+    uint32_t imcu_w, imcu_h, margin, first, y;
     JDIMENSION xoff, cw, x1;
     uint64_t pixels, line_bytes;
     int rc;
@@ -143,6 +205,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     sophon__jpeg_init(&s->j, lim);
     s->line = NULL;
     s->rgb = NULL;
+    s->copy = NULL;
     if (setjmp(s->j.jump)) {
         rc = s->j.code;
         if (s->j.msg[0] != '\0')
@@ -179,12 +242,12 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         sophon__jpeg_fail(&s->j, rc, "");
     if (rg.scale_denom != 1 && rg.scale_denom != 2 && rg.scale_denom != 4 && rg.scale_denom != 8)
         sophon__jpeg_fail(&s->j, -EINVAL, "bad scale denominator");
-    c->scale_num = 1;
-    c->scale_denom = rg.scale_denom;
-    c->dct_method = fast ? JDCT_IFAST : JDCT_ISLOW;
-    c->do_fancy_upsampling = fast ? FALSE : TRUE;
-    jpeg_calc_output_dimensions(c);
+    set_output(&s->j, &rg, flags);
     check_region(&s->j, &rg);
+    if (c->progressive_mode && !(flags & SOPHON__DECODE_WHOLE_FILE)) {
+        use_cut(s, jpeg, len, &rg, flags);
+        check_region(&s->j, &rg);
+    }
 
     jpeg_start_decompress(c);
     if (c->output_components != 3 &&
@@ -194,12 +257,18 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
 
     /*
      * Columns: one iMCU of margin on each side, because fancy upsampling treats the edges of a
-     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines").
+     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines"). In a
+     * progressive file, block smoothing (decompress_smooth_data in jdcoefct.c, when some of AC
+     * coefficients 1..9 were never sent in full) also predicts each block from the DC values of
+     * the two blocks on either side, and takes the first cropped block column as the left edge
+     * of the image: the first two blocks of every component differ. Three iMCUs keep those, and
+     * the upsampling neighbour next to them, out of the region.
      */
     imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
     imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
-    xoff = rg.x > imcu_w ? rg.x - imcu_w : 0;
-    x1 = (uint64_t)rg.x + rg.w + imcu_w < c->output_width ? rg.x + rg.w + imcu_w : c->output_width;
+    margin = c->progressive_mode ? 3 * imcu_w : imcu_w;
+    xoff = rg.x > margin ? rg.x - margin : 0;
+    x1 = (uint64_t)rg.x + rg.w + margin < c->output_width ? rg.x + rg.w + margin : c->output_width;
     cw = x1 - xoff;
     if (xoff != 0 || cw != c->output_width)
         jpeg_crop_scanline(c, &xoff, &cw);
@@ -230,7 +299,10 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         if (rc < 0)
             sophon__jpeg_fail(&s->j, rc, "");
     }
-    /* Rows below the region are never decoded: corruption there goes unnoticed, by design. */
+    /*
+     * Rows below the region are never decoded (in a progressive file, never entropy-decoded
+     * below the cut): corruption there goes unnoticed, by design.
+     */
     if (c->output_scanline < c->output_height)
         jpeg_abort_decompress(c);
     else
@@ -240,5 +312,6 @@ done:
     jpeg_destroy_decompress(c);
     free(s->line);
     free(s->rgb);
+    free(s->copy);
     return rc;
 }

@@ -3,8 +3,10 @@
  *
  * Only the rows and columns the region needs are decoded (jpeg_skip_scanlines above it,
  * jpeg_crop_scanline around it, jpeg_abort_decompress after it), widened by one iMCU on each
- * side so that fancy chroma upsampling sees the same neighbours as in a full decode: the rows
- * delivered are byte-identical to the same rows of a full decode.
+ * side (three to the left and right in progressive files) so that fancy chroma upsampling and
+ * block smoothing see the same neighbours as in a full decode: the rows delivered are
+ * byte-identical to the same rows of a full decode. Progressive files, whose scans libjpeg
+ * decodes in full before the first row, are read from a private copy cut to the region (cut.h).
  */
 #ifndef SOPHON_PREP_DECODE_H
 #define SOPHON_PREP_DECODE_H
@@ -34,13 +36,22 @@ struct sophon__decode_cb {
     void *ctx;
 };
 
+/* sophon__decode flags. */
+#define SOPHON__DECODE_FAST 1u /* The fast IDCT and plain upsampling (the request's fast mode). */
+/*
+ * Decode a progressive file as it is stored, every scan over the whole image, instead of the
+ * private copy that holds only what the region needs (cut.h). The bytes delivered are the same:
+ * this is the reference the tests hold the copy to.
+ */
+#define SOPHON__DECODE_WHOLE_FILE 2u
+
 /*
  * sophon__decode - decode the region of jpeg[0..len) chosen by cb->header, under lim (not
- * NULL). fast selects the fast IDCT and plain upsampling. Colour: grayscale is replicated, CMYK
- * and YCCK are converted as Pillow 9.4 converts its "CMYK;I" images to RGB.
+ * NULL), with SOPHON__DECODE_* flags. Colour: grayscale is replicated, CMYK and YCCK are
+ * converted as Pillow 9.4 converts its "CMYK;I" images to RGB.
  * Returns 0 or a negative errno (see prep.h) with a message in err.
  */
-int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, int fast,
+int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, unsigned flags,
                    const struct sophon__decode_cb *cb, char *err, size_t errlen);
 
 /*

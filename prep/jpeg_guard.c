@@ -77,11 +77,17 @@ static void on_error_exit(j_common_ptr cinfo)
  * Warnings (msg_level < 0) are "corrupt data", "premature end", "extraneous bytes": libjpeg
  * would substitute grey or zero coefficients and go on. We refuse rather than hand out pixels
  * that differ from what the file was meant to contain. Trace messages (level >= 0) are ignored.
+ * The one exception: the skipped tails of the scans of a cut progressive copy.
  */
 static void on_emit_message(j_common_ptr cinfo, int msg_level)
 {
-    if (msg_level < 0)
-        fail_with_libjpeg_message(cinfo);
+    const struct sophon__jpeg *j = (const struct sophon__jpeg *)cinfo->err;
+
+    if (msg_level >= 0)
+        return;
+    if (j->allow_scan_tails && cinfo->err->msg_code == JWRN_EXTRANEOUS_DATA)
+        return;
+    fail_with_libjpeg_message(cinfo);
 }
 
 /* Never print from inside a storage daemon. */

@@ -38,6 +38,12 @@ struct sophon__jpeg {
     jmp_buf jump;
     int code;           /* Negative errno of the failure that longjmp'ed. */
     uint32_t max_scans; /* 0 = unlimited; checked as each scan starts. */
+    /*
+     * 1 while decoding a progressive copy with a lowered SOF height (cut.h): libjpeg skips the
+     * rest of each scan and warns JWRN_EXTRANEOUS_DATA, which is then expected. Other warnings
+     * stay fatal.
+     */
+    int allow_scan_tails;
     char msg[JMSG_LENGTH_MAX + 64];
 };
 

@@ -13,6 +13,7 @@
 
 #include "decode.h"
 #include "jpeg_guard.h"
+#include "pipeline.h"
 #include "prep.h"
 #include "resize.h"
 
@@ -301,6 +302,13 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
                     const struct sophon_prep_params *p, const struct sophon_limits *lim, char *err,
                     size_t errlen)
 {
+    return sophon__prep_run(out, out_cap, jpeg, len, p, lim, 0, err, errlen);
+}
+
+int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t len,
+                     const struct sophon_prep_params *p, const struct sophon_limits *lim,
+                     unsigned decode_flags, char *err, size_t errlen)
+{
     static const struct sophon_limits default_limits = SOPHON_LIMITS_INIT;
     struct pipeline pl;
     struct sophon__decode_cb cb;
@@ -338,7 +346,10 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
     cb.header = on_header;
     cb.row = on_row;
     cb.ctx = &pl;
-    rc = sophon__decode(jpeg, len, lim, p->fast, &cb, err, errlen);
+    decode_flags &= SOPHON__DECODE_WHOLE_FILE;
+    if (p->fast)
+        decode_flags |= SOPHON__DECODE_FAST;
+    rc = sophon__decode(jpeg, len, lim, decode_flags, &cb, err, errlen);
     if (rc == 0 && pl.next_out != p->out_h) {
         sophon__seterr(err, errlen, "decoder delivered %u of %u output rows", (unsigned)pl.next_out,
                        (unsigned)p->out_h);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """compare.py - byte-exactness of sophon_prep against Pillow over a corpus of real JPEGs.
 
-    compare.py PREP_TOOL LIST_FILE [--cases N] [--seed S] [--limit M]
+    compare.py PREP_TOOL LIST_FILE [--cases N] [--seed S] [--limit M] [--reference pillow|whole]
 
 For each JPEG in LIST_FILE (one path a line), draws N RandomResizedCrop boxes (scale 0.08-1,
 ratio 3/4-4/3, seeded) plus fixed edge cases (full image, 1x1 box, bottom-right corner box, a
@@ -9,6 +9,11 @@ small box upscaled, odd output sizes), each with a random flip; runs prep_tool b
 pillow_ref.py batch on the same cases and compares the streams byte by byte.
 Prints: images, cases, cases compared, differing cases and bytes (must be 0), and refusals.
 Exit status 1 if any byte differs or ours produced output where Pillow refused.
+
+--reference whole compares the progressive files of the list with prep_tool batch --whole-file
+instead (the decode of every scan over the whole image that the progressive cut replaces), in
+exact and fast mode, with more boxes at and near the bottom and at every fast scale. There the
+two must agree on every case, refusals and their errno included.
 """
 import argparse
 import collections
@@ -60,6 +65,25 @@ def cases_for(rng, path, w, h, n):
     return ['%s %d %d %d %d %d %d %d' % ((path,) + c + (rng.randint(0, 1),)) for c in out]
 
 
+def cut_cases_for(rng, path, w, h, n):
+    """cases_for plus boxes ending at and just above the bottom, in the top rows, and boxes that
+    fast mode decodes at 1/8, 1/4, 1/2 and 1/1; each case in exact and fast mode."""
+    out = [line.split()[1:] for line in cases_for(rng, path, w, h, n)]
+    for above in (0, 1, 15, 16, 17, 40, 64, 65, 100, 200):
+        bh = min(h, rng.randint(1, 300))
+        y1 = max(bh, h - above)
+        bw = rng.randint(1, w)
+        out.append([rng.randint(0, w - bw), y1 - bh, bw, bh, 224, 224, rng.randint(0, 1)])
+    out.append([0, 0, w, max(1, h // 10), 224, 224, 0])
+    out.append([rng.randrange(w), rng.randrange(max(1, h // 4)), 1, 1, 7, 7, 1])
+    for d in (8, 4, 2, 1):
+        if w >= d and h >= d:
+            x, y, bw, bh = random_resized_crop(rng, w, h)
+            out.append([x, y, bw, bh, max(1, bw // d), max(1, bh // d), rng.randint(0, 1)])
+    return ['%s %s %d' % (path, ' '.join(str(v) for v in c), fast)
+            for c in out for fast in (0, 1)]
+
+
 def read_record(stream, w, h):
     head = stream.read(4)
     if len(head) != 4:
@@ -81,7 +105,9 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--limit', type=int, default=0)
     ap.add_argument('--log', default='/tmp/sophon-compare')
+    ap.add_argument('--reference', choices=('pillow', 'whole'), default='pillow')
     args = ap.parse_args()
+    whole = args.reference == 'whole'
 
     rng = random.Random(args.seed)
     with open(args.list_file) as f:
@@ -93,9 +119,14 @@ def main():
         try:
             with Image.open(p) as im:
                 w, h = im.size
+                progressive = im.format == 'JPEG' and bool(im.info.get('progressive'))
         except Exception:
-            w, h = 1, 1  # Let both pipelines refuse it.
-        lines += cases_for(rng, p, w, h, args.cases)
+            w, h, progressive = 1, 1, False  # Let both pipelines refuse it.
+        if whole:
+            if progressive:
+                lines += cut_cases_for(rng, p, w, h, args.cases)
+        else:
+            lines += cases_for(rng, p, w, h, args.cases)
     os.makedirs(args.log, exist_ok=True)
     case_file = os.path.join(args.log, 'cases.txt')
     with open(case_file, 'w') as f:
@@ -105,8 +136,9 @@ def main():
     ref_err = open(os.path.join(args.log, 'pillow.stderr'), 'w')
     ours = subprocess.Popen([args.prep_tool, 'batch'], stdin=open(case_file),
                             stdout=subprocess.PIPE, stderr=ours_err)
-    ref = subprocess.Popen(['/usr/bin/python3', os.path.join(HERE, 'pillow_ref.py'), 'batch'],
-                           stdin=open(case_file), stdout=subprocess.PIPE, stderr=ref_err)
+    ref_cmd = ([args.prep_tool, 'batch', '--whole-file'] if whole else
+               ['/usr/bin/python3', os.path.join(HERE, 'pillow_ref.py'), 'batch'])
+    ref = subprocess.Popen(ref_cmd, stdin=open(case_file), stdout=subprocess.PIPE, stderr=ref_err)
 
     stats = collections.Counter()
     refused = collections.Counter()
@@ -129,6 +161,9 @@ def main():
         elif s1 != 0 and s2 != 0:
             stats['both_refused'] += 1
             refused['both %d' % s1] += 1
+            if whole and s1 != s2:
+                stats['other_errno'] += 1
+                bad_files['other_errno'].add(line)
         elif s1 != 0:
             stats['only_ours_refused'] += 1
             refused['ours %d' % s1] += 1
@@ -141,17 +176,20 @@ def main():
 
     print('images: %d (compared on %d)' % (len(paths), len(images_ok)))
     for k in ('cases', 'compared', 'differing_cases', 'differing_bytes', 'both_refused',
-              'only_ours_refused', 'only_pillow_refused'):
+              'only_ours_refused', 'only_pillow_refused') + (('other_errno',) if whole else ()):
         print('%-20s %d' % (k, stats[k]))
     for k, v in sorted(refused.items()):
         print('refused (%s): %d cases' % (k, v))
     for k in ('ours_refused',):
         for p in sorted(bad_files[k]):
             print('only ours refused: %s' % p)
-    for k in ('differs', 'pillow_refused'):
+    for k in ('differs', 'pillow_refused', 'other_errno'):
         for line in sorted(bad_files[k])[:20]:
             print('%s: %s' % (k, line))
     print('logs (stderr of both, cases): %s' % args.log)
+    if whole:
+        return 1 if (stats['differing_bytes'] or stats['only_ours_refused'] or
+                     stats['only_pillow_refused'] or stats['other_errno']) else 0
     return 1 if stats['differing_bytes'] or stats['only_pillow_refused'] else 0
 
 

@@ -6,8 +6,9 @@
 Pixels come from SOURCE_JPEG when given (a real photo, resized to odd sizes) or from a seeded
 pattern of gradients, edges and noise. Writes with Pillow: 4:4:4, 4:2:2, 4:2:0, baseline and
 progressive, grayscale, CMYK (Pillow's Adobe-inverted CMYK); with cjpeg (libjpeg-turbo-progs):
-4:4:0, 4:1:1, restart intervals, arithmetic coding, RGB (no colour transform). Prints the list
-of files written, one a line.
+4:4:0, 4:1:1, restart intervals (baseline, and progressive every MCU row or every MCU),
+progressions that make libjpeg smooth blocks (DC only, no refinement scans), arithmetic coding,
+RGB (no colour transform). Prints the list of files written, one a line.
 """
 import os
 import subprocess
@@ -30,6 +31,12 @@ def content(w, h, rng, src):
     return Image.fromarray(np.clip(a, 0, 255).astype(np.uint8), 'RGB')
 
 
+# Progressions that never send AC coefficients 1..9 in full, so that libjpeg smooths blocks with
+# their neighbours' DC values (cjpeg -scans syntax: components: Ss-Se, Ah, Al).
+SCANS = {'dc-only': '0,1,2: 0-0, 0, 0;\n',
+         'no-refine': '0,1,2: 0-0, 0, 0;\n0: 1-63, 0, 1;\n1: 1-63, 0, 1;\n2: 1-63, 0, 1;\n'}
+
+
 def main(argv):
     out_dir = argv[1]
     src = Image.open(argv[2]).convert('RGB') if len(argv) > 2 else None
@@ -37,6 +44,9 @@ def main(argv):
     rng = np.random.default_rng(7)
     written = []
     have_cjpeg = subprocess.call(['sh', '-c', 'command -v cjpeg >/dev/null']) == 0
+    for name, text in SCANS.items():
+        with open(os.path.join(out_dir, name + '.scans'), 'w') as f:
+            f.write(text)
     for w, h in SIZES:
         im = content(w, h, rng, src)
         base = os.path.join(out_dir, '%dx%d' % (w, h))
@@ -62,6 +72,13 @@ def main(argv):
                           ('420-restart', ['-sample', '2x2', '-restart', '1']),
                           ('420-arith', ['-sample', '2x2', '-arithmetic']),
                           ('rgb', ['-rgb']), ('422-prog', ['-sample', '2x1', '-progressive']),
+                          ('420-prog-restart', ['-sample', '2x2', '-progressive', '-restart', '1']),
+                          ('444-prog-restart', ['-sample', '1x1', '-progressive',
+                                                '-restart', '1B']),
+                          ('420-prog-dc-only', ['-sample', '2x2', '-scans',
+                                                os.path.join(out_dir, 'dc-only.scans')]),
+                          ('422-prog-no-refine', ['-sample', '2x1', '-scans',
+                                                  os.path.join(out_dir, 'no-refine.scans')]),
                           ('444-fast', ['-dct', 'fast'])):
             if tag == '420-arith' and w * h > 1000000:
                 # Pillow 9.4 feeds libjpeg through a suspending source, which libjpeg's

@@ -5,10 +5,12 @@
  *       print width, height, components, colour space, subsampling, progressive, scans.
  *   prep_tool run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] > out.raw
  *       write the output bytes of one case to stdout.
- *   prep_tool batch < cases > stream
- *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP" (FILE without spaces). For each line the
- *       stream gets a little-endian int32 status (0 or -errno) then, on success, the
+ *   prep_tool batch [--whole-file] < cases > stream
+ *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP [FAST]" (FILE without spaces). For each line
+ *       the stream gets a little-endian int32 status (0 or -errno) then, on success, the
  *       OUT_W * OUT_H * 3 output bytes. The format pillow_ref.py batch writes too.
+ *       --whole-file decodes progressive files as stored instead of cut to the box (the
+ *       reference the cut is compared with: compare.py --reference whole).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
+#include "pipeline.h"
 #include "prep.h"
 #include "read_file.h"
 
@@ -62,7 +66,8 @@ static int cmd_probe(int argc, char **argv)
 }
 
 /* Runs one case; *out is malloc'ed (caller frees) when 0 is returned. */
-static int run_case(char **f, int nf, uint8_t **out, size_t *out_len, char *err, size_t errlen)
+static int run_case(char **f, int nf, unsigned flags, uint8_t **out, size_t *out_len, char *err,
+                    size_t errlen)
 {
     struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
     struct sophon_limits lim = SOPHON_LIMITS_INIT;
@@ -94,7 +99,7 @@ static int run_case(char **f, int nf, uint8_t **out, size_t *out_len, char *err,
         free(jpeg);
         return -ENOMEM;
     }
-    rc = sophon_prep_run(*out, (size_t)size, jpeg, len, &p, &lim, err, errlen);
+    rc = sophon__prep_run(*out, (size_t)size, jpeg, len, &p, &lim, flags, err, errlen);
     free(jpeg);
     if (rc < 0) {
         free(*out);
@@ -105,7 +110,7 @@ static int run_case(char **f, int nf, uint8_t **out, size_t *out_len, char *err,
     return 0;
 }
 
-static int cmd_batch(void)
+static int cmd_batch(unsigned flags)
 {
     char line[8192];
     unsigned long lineno = 0;
@@ -128,7 +133,7 @@ static int cmd_batch(void)
             fprintf(stderr, "line %lu: need 8 fields\n", lineno);
             return 2;
         }
-        rc = run_case(f, nf, &out, &out_len, err, sizeof(err));
+        rc = run_case(f, nf, flags, &out, &out_len, err, sizeof(err));
         status = rc;
         le[0] = (uint8_t)((uint32_t)status);
         le[1] = (uint8_t)((uint32_t)status >> 8);
@@ -154,7 +159,7 @@ int main(int argc, char **argv)
         uint8_t *out;
         size_t n;
         char err[256] = "";
-        int rc = run_case(argv + 2, argc - 2, &out, &n, err, sizeof(err));
+        int rc = run_case(argv + 2, argc - 2, 0, &out, &n, err, sizeof(err));
 
         if (rc < 0) {
             fprintf(stderr, "error %d: %s\n", rc, err);
@@ -165,10 +170,12 @@ int main(int argc, char **argv)
         return rc;
     }
     if (argc == 2 && strcmp(argv[1], "batch") == 0)
-        return cmd_batch();
+        return cmd_batch(0);
+    if (argc == 3 && strcmp(argv[1], "batch") == 0 && strcmp(argv[2], "--whole-file") == 0)
+        return cmd_batch(SOPHON__DECODE_WHOLE_FILE);
     fprintf(stderr,
             "usage: %s probe FILE... | run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] | "
-            "batch < cases\n",
+            "batch [--whole-file] < cases\n",
             argv[0]);
     return 2;
 }

@@ -5,7 +5,9 @@
  * reference is a deliberately plain re-implementation: a full-image libjpeg decode (no skipping,
  * no cropping), Pillow's CMYK conversion, then Pillow 9.4's two-pass fixed-point bilinear resize
  * on whole buffers. sophon_prep_run (partial decode, streaming resample) must match it byte for
- * byte. Agreement with Pillow itself is checked by test/exact/ over real photos.
+ * byte. Agreement with Pillow itself is checked by test/exact/ over real photos. Progressive
+ * files are decoded from a copy cut to the region (prep/cut.c); that must match a decode of the
+ * whole file (sophon__prep_run with SOPHON__DECODE_WHOLE_FILE) in exact and fast mode alike.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +23,10 @@
 #include <cmocka.h>
 #include <jpeglib.h>
 
+#include "cut.h"
+#include "decode.h"
+#include "markers.h"
+#include "pipeline.h"
 #include "prep.h"
 
 /* ---- Allocation failure injection (malloc and calloc are wrapped at link time). ---- */
@@ -92,8 +98,30 @@ static void compress_error_exit(j_common_ptr cinfo)
     longjmp(((struct compress_err *)cinfo->err)->jump, 1);
 }
 
+/* How make_jpeg_enc encodes, beyond the kind and size. */
+struct enc {
+    int progressive; /* jpeg_simple_progression, unless scans is set. */
+    int quality;
+    unsigned restart_interval;   /* In MCUs; 0: none. */
+    int restart_in_rows;         /* In MCU rows, as cjpeg -restart N; 0: none. */
+    int arith;                   /* Arithmetic coding instead of Huffman. */
+    const jpeg_scan_info *scans; /* A progression of our own (component indices). */
+    int nscans;
+};
+
+static struct jpeg_buf make_jpeg_enc(enum kind k, uint32_t w, uint32_t h, const struct enc *en);
+
 /* Encodes a w x h image of the given kind; progressive adds jpeg_simple_progression. */
 static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progressive, int quality)
+{
+    struct enc en = {0};
+
+    en.progressive = progressive;
+    en.quality = quality;
+    return make_jpeg_enc(k, w, h, &en);
+}
+
+static struct jpeg_buf make_jpeg_enc(enum kind k, uint32_t w, uint32_t h, const struct enc *en)
 {
     struct jpeg_compress_struct c;
     struct compress_err e;
@@ -118,7 +146,7 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
     c.input_components = comps;
     c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 3 ? JCS_RGB : JCS_CMYK;
     jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, quality, TRUE);
+    jpeg_set_quality(&c, en->quality, TRUE);
     if (k == K_RGB)
         jpeg_set_colorspace(&c, JCS_RGB);
     if (k == K_YCCK)
@@ -155,8 +183,15 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
             c.comp_info[3].v_samp_factor = vs;
         }
     }
-    if (progressive)
+    if (en->progressive)
         jpeg_simple_progression(&c);
+    if (en->scans != NULL) {
+        c.scan_info = en->scans;
+        c.num_scans = en->nscans;
+    }
+    c.restart_interval = en->restart_interval;
+    c.restart_in_rows = en->restart_in_rows;
+    c.arith_code = en->arith ? TRUE : FALSE;
     jpeg_start_compress(&c, TRUE);
     for (y = 0; y < h; y++) {
         JSAMPROW rp[1] = {row};
@@ -175,6 +210,71 @@ static struct jpeg_buf make_jpeg(enum kind k, uint32_t w, uint32_t h, int progre
     out.len = size;
     free(mem);
     return out;
+}
+
+enum script { S_DC_ONLY, S_NO_REFINE, S_SEPARATE, S_LOW_ONLY, S_CHROMA_INCOMPLETE, S_COUNT };
+
+static const char *const script_names[S_COUNT] = {"dc-only", "no-refine", "separate", "low-only",
+                                                  "chroma-incomplete"};
+
+static void add_scan(jpeg_scan_info *out, int *n, int ncomps, int c0, int ss, int se, int ah,
+                     int al)
+{
+    jpeg_scan_info *sc = &out[(*n)++];
+    int i;
+
+    memset(sc, 0, sizeof(*sc));
+    sc->comps_in_scan = ncomps;
+    for (i = 0; i < ncomps; i++)
+        sc->component_index[i] = c0 + i;
+    sc->Ss = ss;
+    sc->Se = se;
+    sc->Ah = ah;
+    sc->Al = al;
+}
+
+/*
+ * Progressions libjpeg accepts that jpeg_simple_progression does not make. dc-only, no-refine
+ * and chroma-incomplete never send some of coefficients 1..9 in full, so the decoder smooths
+ * blocks with their neighbours' DC values (up to two block rows below); separate has one
+ * component per DC scan and split bands; low-only never sends 10..63, which needs no smoothing.
+ */
+static int make_script(enum script s, int ncomps, jpeg_scan_info *out)
+{
+    int n = 0, c;
+
+    switch (s) {
+    case S_DC_ONLY:
+        add_scan(out, &n, ncomps, 0, 0, 0, 0, 0);
+        break;
+    case S_NO_REFINE:
+    case S_LOW_ONLY:
+    case S_CHROMA_INCOMPLETE:
+        add_scan(out, &n, ncomps, 0, 0, 0, 0, 0);
+        for (c = 0; c < ncomps; c++)
+            add_scan(out, &n, 1, c, 1, s == S_LOW_ONLY ? 9 : 63, 0,
+                     s == S_NO_REFINE || (s == S_CHROMA_INCOMPLETE && c > 0));
+        break;
+    default:
+        for (c = 0; c < ncomps; c++)
+            add_scan(out, &n, 1, c, 0, 0, 0, 1);
+        for (c = 0; c < ncomps; c++) {
+            add_scan(out, &n, 1, c, 1, 2, 0, 0);
+            add_scan(out, &n, 1, c, 3, 9, 0, 1);
+            add_scan(out, &n, 1, c, 10, 63, 0, 0);
+        }
+        for (c = 0; c < ncomps; c++) {
+            add_scan(out, &n, 1, c, 0, 0, 1, 0);
+            add_scan(out, &n, 1, c, 3, 9, 1, 0);
+        }
+        break;
+    }
+    return n;
+}
+
+static int comps_of(enum kind k)
+{
+    return k == K_GRAY ? 1 : (k == K_CMYK || k == K_YCCK) ? 4 : 3;
 }
 
 /* ---- Reference pipeline: plain and whole-image, following Pillow 9.4 literally. ---- */
@@ -384,20 +484,17 @@ static uint32_t rnd(uint32_t *s, uint32_t n)
 }
 
 /* Random boxes of all shapes plus every edge and corner, for one image. */
-static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int cases)
+static void check_boxes(const struct jpeg_buf *j, uint32_t s, int cases, const char *what)
 {
-    struct jpeg_buf j = make_jpeg(k, w, h, progressive, 85);
-    uint8_t *full = ref_decode(&j);
-    uint32_t s = 12345u + (uint32_t)k * 77u + w, i;
-    char what[64];
+    uint8_t *full = ref_decode(j);
+    uint32_t w = j->w, h = j->h, i;
 
-    snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[k], w, h, progressive ? " prog" : "");
     for (i = 0; i < (uint32_t)cases; i++) {
         uint32_t bw = 1 + rnd(&s, w), bh = 1 + rnd(&s, h);
         struct sophon_prep_params p = params(rnd(&s, w - bw + 1), rnd(&s, h - bh + 1), bw, bh,
                                              1 + rnd(&s, 64), 1 + rnd(&s, 64), (int)(i & 1));
 
-        check_case(&j, full, &p, what);
+        check_case(j, full, &p, what);
     }
     /* Corners and edges, 1-pixel boxes, the whole image, upscaling, same-size passes. */
     {
@@ -415,9 +512,18 @@ static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int
         };
 
         for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-            check_case(&j, full, &fixed[i], what);
+            check_case(j, full, &fixed[i], what);
     }
     free(full);
+}
+
+static void check_many(enum kind k, uint32_t w, uint32_t h, int progressive, int cases)
+{
+    struct jpeg_buf j = make_jpeg(k, w, h, progressive, 85);
+    char what[64];
+
+    snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[k], w, h, progressive ? " prog" : "");
+    check_boxes(&j, 12345u + (uint32_t)k * 77u + w, cases, what);
     free(j.data);
 }
 
@@ -525,6 +631,37 @@ static void test_modes_partial_decode(void **state)
     for (k = 0; k < K_COUNT; k++) {
         check_many((enum kind)k, 389, 277, 0, 25);
         check_many((enum kind)k, 301, 203, 1, 10);
+    }
+}
+
+/*
+ * Progressive files that never send some of coefficients 1..9 in full: libjpeg smooths each block
+ * with the DC values of the blocks two rows and two columns around it, so cropped columns need
+ * a wider margin.
+ */
+static void test_modes_smoothing(void **state)
+{
+    static const enum kind kinds[] = {K_GRAY, K_444, K_420, K_422, K_411, K_YCCK};
+    static const enum script scripts[] = {S_DC_ONLY, S_NO_REFINE, S_CHROMA_INCOMPLETE};
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    char what[64];
+    size_t i, s;
+
+    (void)state;
+    en.quality = 85;
+    en.scans = scans;
+    for (s = 0; s < sizeof(scripts) / sizeof(scripts[0]); s++) {
+        for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            struct jpeg_buf j;
+
+            en.nscans = make_script(scripts[s], comps_of(kinds[i]), scans);
+            j = make_jpeg_enc(kinds[i], 203, 97, &en);
+            snprintf(what, sizeof(what), "%s 203x97 %s", kind_names[kinds[i]],
+                     script_names[scripts[s]]);
+            check_boxes(&j, 777u + (uint32_t)(s * 10 + i), 12, what);
+            free(j.data);
+        }
     }
 }
 
@@ -836,6 +973,22 @@ static void test_enomem(void **state)
     assert_true(failures > 3);
     assert_true(n < 100);
     free(j.data);
+
+    /* A progressive file, through the cut and its copy. */
+    j = make_jpeg(K_420, 100, 170, 1, 80);
+    failures = 0;
+    for (n = 0; n < 100; n++) {
+        allocs_left = n;
+        rc = sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0);
+        allocs_left = -1;
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, -ENOMEM);
+        failures++;
+    }
+    assert_true(failures > 3);
+    assert_true(n < 100);
+    free(j.data);
 }
 
 struct thread_arg {
@@ -905,13 +1058,395 @@ static void test_fast_mode(void **state)
     free(j.data);
 }
 
-int main(void)
+/* ---- The progressive cut (prep/cut.c): the same bytes as a decode of the whole file. ---- */
+
+/* One case through the cut and through the whole file: both succeed, with the same bytes. */
+static void check_cut_case(const struct jpeg_buf *j, const uint8_t *full,
+                           const struct sophon_prep_params *p, const char *what)
+{
+    size_t n = (size_t)sophon_prep_output_size(p);
+    uint8_t *got = malloc(n), *want = malloc(n), *ref;
+    char err[256] = "", err2[256] = "";
+    int rc, rc2;
+
+    assert_non_null(got);
+    assert_non_null(want);
+    rc = sophon__prep_run(got, n, j->data, j->len, p, NULL, 0, err, sizeof(err));
+    rc2 = sophon__prep_run(want, n, j->data, j->len, p, NULL, SOPHON__DECODE_WHOLE_FILE, err2,
+                           sizeof(err2));
+    if (rc != 0 || rc2 != 0)
+        fail_msg("%s box %ux%u+%u+%u fast %u: rc %d (%s), whole file %d (%s)", what, p->box_w,
+                 p->box_h, p->box_x, p->box_y, p->fast, rc, err, rc2, err2);
+    if (memcmp(got, want, n) != 0)
+        fail_msg("%s box %ux%u+%u+%u -> %ux%u fast %u: cut differs from the whole file", what,
+                 p->box_w, p->box_h, p->box_x, p->box_y, p->out_w, p->out_h, p->fast);
+    if (!p->fast) {
+        ref = ref_pipeline(full, j->w, p);
+        if (memcmp(got, ref, n) != 0)
+            fail_msg("%s box %ux%u+%u+%u: differs from the reference", what, p->box_w, p->box_h,
+                     p->box_x, p->box_y);
+        free(ref);
+    }
+    free(got);
+    free(want);
+}
+
+/* A box in exact mode, then in fast mode at every scale it allows (1, 1/2, 1/4, 1/8). */
+static void check_cut_box(const struct jpeg_buf *j, const uint8_t *full, uint32_t x, uint32_t y,
+                          uint32_t bw, uint32_t bh, const char *what)
+{
+    struct sophon_prep_params p = params(x, y, bw, bh, 1 + bw / 3, 1 + bh / 2, (int)((x + y) & 1));
+    uint32_t d;
+
+    check_cut_case(j, full, &p, what);
+    p.fast = 1;
+    for (d = 1; d <= 8 && bw >= d && bh >= d; d *= 2) {
+        /* pick_scale takes the largest d with box / d >= out: this one. */
+        p.out_w = bw / d;
+        p.out_h = bh / d;
+        check_cut_case(j, full, &p, what);
+    }
+}
+
+/*
+ * The top, the bottom edge, 1-pixel boxes, and boxes whose bottoms lie on, just above and just
+ * below multiples of 16 rows (every iMCU height divides 16 here) over the last 100 rows: where
+ * the cut falls relative to the region's last row, and, near the bottom, where there is no cut.
+ */
+static void check_cut(const struct jpeg_buf *j, const char *what)
+{
+    static const int offsets[] = {-1, 0, 1};
+    uint8_t *full = ref_decode(j);
+    uint32_t w = j->w, h = j->h, b, bottom, bh;
+    size_t i;
+
+    check_cut_box(j, full, 0, 0, w, h, what);
+    check_cut_box(j, full, 0, 0, w, 1, what);
+    check_cut_box(j, full, w - 1, 0, 1, 1, what);
+    check_cut_box(j, full, w / 3, 0, w - w / 3, h / 4, what);
+    check_cut_box(j, full, 0, h / 2, w, 1, what);
+    check_cut_box(j, full, 0, h - 24, w, 24, what);
+    check_cut_box(j, full, w / 2, h - 1, 1, 1, what);
+    for (b = h > 116 ? (h - 100) / 16 * 16 : 16; b <= h; b += 16) {
+        for (i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
+            bottom = b + offsets[i];
+            if (bottom > h)
+                continue;
+            bh = bottom < 9 + b % 13 ? bottom : 9 + b % 13;
+            check_cut_box(j, full, b % w, bottom - bh, w - b % w, bh, what);
+        }
+    }
+    free(full);
+}
+
+/* Every colour and sampling mode with libjpeg's usual progression. */
+static void test_cut_modes(void **state)
+{
+    char what[64];
+    int k;
+
+    (void)state;
+    for (k = 0; k < K_COUNT; k++) {
+        struct jpeg_buf j = make_jpeg((enum kind)k, 61, 200, 1, 85);
+
+        snprintf(what, sizeof(what), "%s 61x200 prog", kind_names[k]);
+        check_cut(&j, what);
+        free(j.data);
+    }
+}
+
+/* Progressions of our own: incomplete ones (block smoothing), non-interleaved DC, split bands. */
+static void test_cut_progressions(void **state)
+{
+    static const enum kind kinds[] = {K_GRAY, K_420, K_444, K_422, K_YCCK};
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    char what[64];
+    size_t i;
+    int s;
+
+    (void)state;
+    en.quality = 80;
+    for (s = 0; s < S_COUNT; s++) {
+        for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            struct jpeg_buf j;
+
+            en.nscans = make_script((enum script)s, comps_of(kinds[i]), scans);
+            en.scans = scans;
+            j = make_jpeg_enc(kinds[i], 45, 200, &en);
+            snprintf(what, sizeof(what), "%s 45x200 %s", kind_names[kinds[i]], script_names[s]);
+            check_cut(&j, what);
+            free(j.data);
+        }
+    }
+}
+
+/* Restart markers every MCU and every MCU row, and arithmetic coding. */
+static void test_cut_restart_arith(void **state)
+{
+    static const struct {
+        enum kind k;
+        unsigned interval;
+        int rows, arith;
+        const char *what;
+    } cases[] = {
+        {K_420, 1, 0, 0, "420 restart 1 MCU"},
+        {K_GRAY, 1, 0, 0, "gray restart 1 MCU"},
+        {K_411, 1, 0, 0, "411 restart 1 MCU"},
+        {K_CMYK, 3, 0, 0, "cmyk restart 3 MCUs"},
+        {K_422, 0, 1, 0, "422 restart 1 row"},
+        {K_440, 0, 1, 0, "440 restart 1 row"},
+        {K_420, 0, 0, 1, "420 arithmetic"},
+        {K_GRAY, 0, 0, 1, "gray arithmetic"},
+        {K_444, 2, 0, 1, "444 arithmetic restart 2 MCUs"},
+    };
+    struct enc en = {0};
+    size_t i;
+
+    (void)state;
+    en.progressive = 1;
+    en.quality = 80;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jpeg_buf j;
+
+        en.restart_interval = cases[i].interval;
+        en.restart_in_rows = cases[i].rows;
+        en.arith = cases[i].arith;
+        j = make_jpeg_enc(cases[i].k, 53, 200, &en);
+        check_cut(&j, cases[i].what);
+        free(j.data);
+    }
+}
+
+/* Offsets of the SOS markers of j, in order; returns their count. */
+static int find_scans(const struct jpeg_buf *j, size_t *at, int max)
+{
+    size_t i;
+    int n = 0;
+
+    /* In entropy-coded data 0xFF is always followed by 0x00 or RSTn: FF DA is a marker. */
+    for (i = 0; i + 1 < j->len && n < max; i++)
+        if (j->data[i] == 0xff && j->data[i + 1] == 0xda)
+            at[n++] = i;
+    return n;
+}
+
+/* Puts an RST5 marker (unexpected: no restart interval) at frac of scan k's entropy data. */
+static void put_marker_in_scan(struct jpeg_buf *j, int k, double frac)
+{
+    size_t at[64] = {0}, data, end, pos;
+    int n = find_scans(j, at, 64);
+
+    assert_true(k < n);
+    data = at[k] + 2 + (((size_t)j->data[at[k] + 2] << 8) | j->data[at[k] + 3]);
+    end = k + 1 < n ? at[k + 1] : j->len - 2;
+    pos = data + (size_t)((double)(end - data) * frac);
+    assert_true(pos + 2 < end);
+    j->data[pos] = 0xff;
+    j->data[pos + 1] = 0xd5;
+}
+
+/* The SOF height of jpeg and, in *scans, its SOS count. */
+static uint32_t probe_height(const uint8_t *jpeg, size_t len, uint32_t *scans)
+{
+    struct sophon_probe_info info;
+    struct sophon__markers mk;
+
+    assert_int_equal(sophon_probe(&info, jpeg, len, NULL, 0), 0);
+    assert_int_equal(sophon__walk_markers(&mk, jpeg, len, 0), 0);
+    assert_true(mk.eoi);
+    *scans = mk.scans;
+    return info.height;
+}
+
+/* The copy itself: a lower SOF height, the AC scans of DC-only components left out, or nothing. */
+static void test_cut_copy(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_444, 64, 200, 1, 80), g;
+    struct sophon__cut cut = {48, 3, {1, 2, 3}, {0, 0, 0}};
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    uint32_t dropped, nscans;
+    uint8_t *copy, *junk;
+    size_t n, at[64];
+
+    (void)state;
+    assert_int_equal(sophon__cut_height(200, 8, 16), 48);
+    assert_int_equal(sophon__cut_height(200, 16, 17), 96);
+    assert_int_equal(sophon__cut_height(200, 16, 150), 200);
+    assert_int_equal(sophon__cut_height(200, 8, 200), 200);
+
+    /* The height only: the same bytes but two. */
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(n, j.len);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(probe_height(copy, n, &nscans), 48);
+    assert_int_equal(nscans, 10);
+    free(copy);
+
+    /* Every component at 1/8: jpeg_simple_progression's 8 AC scans go, its 2 DC scans stay. */
+    memset(cut.dc_only, 1, sizeof(cut.dc_only));
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_non_null(copy);
+    assert_true(n < j.len / 2);
+    assert_int_equal(dropped, 8);
+    assert_int_equal(probe_height(copy, n, &nscans), 48);
+    assert_int_equal(nscans, 2);
+    free(copy);
+
+    /* Luma only (4:2:0 at 1/8 upsamples chroma with the 2x2 IDCT): its 4 AC scans go. */
+    cut.height = 200;
+    cut.dc_only[1] = cut.dc_only[2] = 0;
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(dropped, 4);
+    assert_int_equal(probe_height(copy, n, &nscans), 200);
+    assert_int_equal(nscans, 6);
+    free(copy);
+
+    /* Nothing to leave out: no copy. */
+    cut.dc_only[0] = 0;
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_null(copy);
+
+    /* Garbage between two segments would hide among the skipped tails: no copy. */
+    junk = malloc(j.len + 3);
+    assert_non_null(junk);
+    assert_int_equal(find_scans(&j, at, 64), 10);
+    memcpy(junk, j.data, at[1]);
+    memcpy(junk + at[1], "abc", 3);
+    memcpy(junk + at[1] + 3, j.data + at[1], j.len - at[1]);
+    cut.height = 48;
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, junk, j.len + 3, &cut), 0);
+    assert_null(copy);
+    free(junk);
+
+    /* Coefficients 1..9 never sent in full: the decoder smooths blocks, so every scan stays. */
+    en.quality = 80;
+    en.nscans = make_script(S_NO_REFINE, 3, scans);
+    en.scans = scans;
+    g = make_jpeg_enc(K_444, 64, 200, &en);
+    memset(cut.dc_only, 1, sizeof(cut.dc_only));
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, g.data, g.len, &cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(probe_height(copy, n, &nscans), 48);
+    assert_int_equal(nscans, 4);
+    free(copy);
+    free(g.data);
+    free(j.data);
+}
+
+/*
+ * Damage in data the cut never decodes goes unnoticed, as damage in rows below the region always
+ * did: a marker in the tail of the last scan (rows far below the region), and, at 1/8 scale, in
+ * an AC scan left out. Decoding the whole file refuses both; damage in the region is refused.
+ */
+static void test_cut_damage(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_444, 64, 200, 1, 80);
+    struct sophon_prep_params top = params(0, 0, 64, 16, 16, 4, 0);
+    struct sophon_prep_params all = params(0, 0, 64, 200, 8, 25, 0);
+    uint8_t out[64 * 200 * 3];
+    size_t at[64];
+
+    (void)state;
+    assert_int_equal(find_scans(&j, at, 64), 10);
+    put_marker_in_scan(&j, 9, 0.8);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &top, NULL, NULL, 0), 0);
+    assert_int_equal(sophon__prep_run(out, sizeof(out), j.data, j.len, &top, NULL,
+                                      SOPHON__DECODE_WHOLE_FILE, NULL, 0),
+                     -EBADMSG);
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
+                     -EBADMSG);
+    free(j.data);
+
+    /* Scan 1 is luma AC 1-5: not read at 1/8 (every component 1x1), needed otherwise. */
+    j = make_jpeg(K_444, 64, 200, 1, 80);
+    put_marker_in_scan(&j, 1, 0.5);
+    all.fast = 1;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0), 0);
+    assert_int_equal(sophon__prep_run(out, sizeof(out), j.data, j.len, &all, NULL,
+                                      SOPHON__DECODE_WHOLE_FILE, NULL, 0),
+                     -EBADMSG);
+    all.fast = 0;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
+                     -EBADMSG);
+    all.fast = 1;
+    all.out_w = 32; /* 1/2 scale: the 4x4 IDCT reads AC coefficients. */
+    all.out_h = 100;
+    assert_int_equal(sophon_prep_run(out, sizeof(out), j.data, j.len, &all, NULL, NULL, 0),
+                     -EBADMSG);
+    free(j.data);
+}
+
+/* Corrupt and truncated progressive files are refused with -EBADMSG, through the cut too. */
+static void test_cut_errors(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 64, 200, 1, 80), bad;
+    struct sophon_prep_params top = params(0, 0, 64, 16, 8, 2, 0);
+    size_t at[64], i;
+    int fast;
+
+    (void)state;
+    assert_int_equal(find_scans(&j, at, 64), 10);
+    bad.w = j.w;
+    bad.h = j.h;
+    bad.data = malloc(j.len + 2);
+    assert_non_null(bad.data);
+    for (fast = 0; fast < 2; fast++) {
+        top.fast = (uint8_t)fast;
+        /* Truncated anywhere: no EOI. */
+        for (i = 1; i < j.len; i += 1 + i / 8) {
+            memcpy(bad.data, j.data, i);
+            bad.len = i;
+            assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+        }
+        /* Truncated in the region's rows of the first scan, then an EOI. */
+        i = at[0] + (at[1] - at[0]) / 20;
+        memcpy(bad.data, j.data, i);
+        bad.data[i] = 0xff;
+        bad.data[i + 1] = 0xd9;
+        bad.len = i + 2;
+        assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+        /* A DC scan's header naming a component the frame does not have. */
+        memcpy(bad.data, j.data, j.len);
+        bad.len = j.len;
+        bad.data[at[0] + 5] = 9;
+        assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+    }
+    /* An AC scan the 1/8 decode would leave out, with Se = 64: kept, and refused by libjpeg. */
+    memcpy(bad.data, j.data, j.len);
+    assert_int_equal(bad.data[at[1] + 4], 1); /* Ns = 1: Cs, Td/Ta, then Ss, Se. */
+    bad.data[at[1] + 8] = 64;
+    top.fast = 1;
+    assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+    free(bad.data);
+
+    /*
+     * The last scan (luma AC refinement to Al = 0) twice: every coefficient still ends complete,
+     * but libjpeg warns of a bogus progression at the second one. Kept, and refused.
+     */
+    bad.len = j.len + (j.len - 2 - at[9]);
+    bad.data = malloc(bad.len);
+    assert_non_null(bad.data);
+    memcpy(bad.data, j.data, j.len - 2);
+    memcpy(bad.data + j.len - 2, j.data + at[9], j.len - at[9]);
+    assert_int_equal(run(&bad, &top, NULL, 0), -EBADMSG);
+    free(bad.data);
+    free(j.data);
+}
+
+/* test_prep [PATTERN]: only the tests whose names match PATTERN (cmocka's * and ? wildcards). */
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_size),
         cmocka_unit_test(test_probe_modes),
         cmocka_unit_test(test_modes_small),
         cmocka_unit_test(test_modes_partial_decode),
+        cmocka_unit_test(test_modes_smoothing),
         cmocka_unit_test(test_flip_mirrors),
         cmocka_unit_test(test_f32_is_normalized_u8),
         cmocka_unit_test(test_errors_params),
@@ -923,7 +1458,15 @@ int main(void)
         cmocka_unit_test(test_enomem),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_fast_mode),
+        cmocka_unit_test(test_cut_modes),
+        cmocka_unit_test(test_cut_progressions),
+        cmocka_unit_test(test_cut_restart_arith),
+        cmocka_unit_test(test_cut_copy),
+        cmocka_unit_test(test_cut_damage),
+        cmocka_unit_test(test_cut_errors),
     };
 
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
