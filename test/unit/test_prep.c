@@ -952,42 +952,39 @@ static void test_header_bomb(void **state)
 }
 
 /* Every allocation of ours that fails gives -ENOMEM, no leak, no crash. */
-static void test_enomem(void **state)
+/* Fails the n-th allocation and on, for n = 0, 1, ...: each run either fails with ENOMEM or,
+ * once enough allocations succeed, passes. Returns how many runs failed. */
+static int enomem_runs(const struct jpeg_buf *j, const struct sophon_prep_params *p)
 {
-    struct jpeg_buf j = make_jpeg(K_CMYK, 100, 70, 0, 80);
-    struct sophon_prep_params p = params(10, 10, 80, 50, 20, 20, 0);
     uint8_t out[20 * 20 * 3];
     long n;
     int rc, failures = 0;
 
-    (void)state;
     for (n = 0; n < 100; n++) {
         allocs_left = n;
-        rc = sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0);
+        rc = sophon_prep_run(out, sizeof(out), j->data, j->len, p, NULL, NULL, 0);
         allocs_left = -1;
         if (rc == 0)
             break;
         assert_int_equal(rc, -ENOMEM);
         failures++;
     }
-    assert_true(failures > 3);
     assert_true(n < 100);
+    return failures;
+}
+
+static void test_enomem(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_CMYK, 100, 70, 0, 80);
+    struct sophon_prep_params p = params(10, 10, 80, 50, 20, 20, 0);
+
+    (void)state;
+    assert_true(enomem_runs(&j, &p) > 3);
     free(j.data);
 
     /* A progressive file, through the cut and its copy. */
     j = make_jpeg(K_420, 100, 170, 1, 80);
-    failures = 0;
-    for (n = 0; n < 100; n++) {
-        allocs_left = n;
-        rc = sophon_prep_run(out, sizeof(out), j.data, j.len, &p, NULL, NULL, 0);
-        allocs_left = -1;
-        if (rc == 0)
-            break;
-        assert_int_equal(rc, -ENOMEM);
-        failures++;
-    }
-    assert_true(failures > 3);
-    assert_true(n < 100);
+    assert_true(enomem_runs(&j, &p) > 3);
     free(j.data);
 }
 
@@ -1259,6 +1256,24 @@ static uint32_t probe_height(const uint8_t *jpeg, size_t len, uint32_t *scans)
     return info.height;
 }
 
+/* Makes the cut copy of src and checks it: scans left out, SOF height and scans left; returns
+ * its size. */
+static size_t expect_copy(const struct jpeg_buf *src, const struct sophon__cut *cut,
+                          uint32_t dropped_want, uint32_t height_want, uint32_t scans_want)
+{
+    uint32_t dropped, nscans;
+    uint8_t *copy;
+    size_t n;
+
+    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, src->data, src->len, cut), 0);
+    assert_non_null(copy);
+    assert_int_equal(dropped, dropped_want);
+    assert_int_equal(probe_height(copy, n, &nscans), height_want);
+    assert_int_equal(nscans, scans_want);
+    free(copy);
+    return n;
+}
+
 /* The copy itself: a lower SOF height, the AC scans of DC-only components left out, or nothing. */
 static void test_cut_copy(void **state)
 {
@@ -1266,7 +1281,7 @@ static void test_cut_copy(void **state)
     struct sophon__cut cut = {48, 3, {1, 2, 3}, {0, 0, 0}};
     jpeg_scan_info scans[64];
     struct enc en = {0};
-    uint32_t dropped, nscans;
+    uint32_t dropped;
     uint8_t *copy, *junk;
     size_t n, at[64];
 
@@ -1277,33 +1292,16 @@ static void test_cut_copy(void **state)
     assert_int_equal(sophon__cut_height(200, 8, 200), 200);
 
     /* The height only: the same bytes but two. */
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
-    assert_non_null(copy);
-    assert_int_equal(n, j.len);
-    assert_int_equal(dropped, 0);
-    assert_int_equal(probe_height(copy, n, &nscans), 48);
-    assert_int_equal(nscans, 10);
-    free(copy);
+    assert_int_equal(expect_copy(&j, &cut, 0, 48, 10), j.len);
 
     /* Every component at 1/8: jpeg_simple_progression's 8 AC scans go, its 2 DC scans stay. */
     memset(cut.dc_only, 1, sizeof(cut.dc_only));
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
-    assert_non_null(copy);
-    assert_true(n < j.len / 2);
-    assert_int_equal(dropped, 8);
-    assert_int_equal(probe_height(copy, n, &nscans), 48);
-    assert_int_equal(nscans, 2);
-    free(copy);
+    assert_true(expect_copy(&j, &cut, 8, 48, 2) < j.len / 2);
 
     /* Luma only (4:2:0 at 1/8 upsamples chroma with the 2x2 IDCT): its 4 AC scans go. */
     cut.height = 200;
     cut.dc_only[1] = cut.dc_only[2] = 0;
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
-    assert_non_null(copy);
-    assert_int_equal(dropped, 4);
-    assert_int_equal(probe_height(copy, n, &nscans), 200);
-    assert_int_equal(nscans, 6);
-    free(copy);
+    expect_copy(&j, &cut, 4, 200, 6);
 
     /* Nothing to leave out: no copy. */
     cut.dc_only[0] = 0;
@@ -1328,12 +1326,7 @@ static void test_cut_copy(void **state)
     en.scans = scans;
     g = make_jpeg_enc(K_444, 64, 200, &en);
     memset(cut.dc_only, 1, sizeof(cut.dc_only));
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, g.data, g.len, &cut), 0);
-    assert_non_null(copy);
-    assert_int_equal(dropped, 0);
-    assert_int_equal(probe_height(copy, n, &nscans), 48);
-    assert_int_equal(nscans, 4);
-    free(copy);
+    expect_copy(&g, &cut, 0, 48, 4);
     free(g.data);
     free(j.data);
 }
