@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sampler.h"
+#include "selector.h"
 
 void cli_error(const struct cli *c, const char *fmt, ...)
 {
@@ -392,4 +393,35 @@ int cli_parse_rate(const char *s, double *out)
         }
     }
     return -1;
+}
+
+int cli_parse_net(const struct cli *c, const char *s, double *out)
+{
+    if (cli_parse_rate(s, out) == 0)
+        return 0;
+    cli_error(c, "--net wants a rate such as 500Mbit, 10Gbit or 100MB, not '%s'", s);
+    return -1;
+}
+
+int cli_parse_number(const struct cli *c, const char *what, const char *s, int allow_zero,
+                     double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(v) || v < 0 || (v == 0 && !allow_zero) ||
+        (errno != 0 && v != 0)) {
+        cli_error(c, "%s wants a number %s 0, not '%s'", what, allow_zero ? ">=" : ">", s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_policy(const struct cli *c, const char *s)
+{
+    int p = sophon_policy_from_name(s);
+    if (p < 0)
+        cli_error(c, "--policy wants none, all, resize, sophon, selective or oracle, not '%s'", s);
+    return p;
 }

@@ -80,6 +80,17 @@ int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t
  * "/s" or "ps". Returns 0, or -1 if s is not one (nothing printed). */
 int cli_parse_rate(const char *s, double *out);
 
+/* --net: cli_parse_rate, saying what it wants when s is not a rate. */
+int cli_parse_net(const struct cli *c, const char *s, double *out);
+
+/* A finite decimal number, > 0, or >= 0 with allow_zero; prints why not and returns -1 if s is
+ * not one. */
+int cli_parse_number(const struct cli *c, const char *what, const char *s, int allow_zero,
+                     double *out);
+
+/* --policy: the selector's policy named s, or prints the names and returns -1. */
+int cli_parse_policy(const struct cli *c, const char *s);
+
 /* Parses --format: 0 for "u8", 1 for "f32" (the values of every format enum here: prep's
  * sophon_format, the selector's sophon_final_format, libsophon's sophon_sample_format); prints
  * why and returns -1 for anything else. */

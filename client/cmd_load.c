@@ -69,19 +69,6 @@ static int parse_shard(const struct cli *c, const char *s, unsigned *rank, unsig
     return -1;
 }
 
-static int parse_double(const struct cli *c, const char *what, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !(v > 0)) {
-        cli_error(c, "%s wants a number > 0, not '%s'", what, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Files of one epoch under --out. */
 struct epoch_out {
     FILE *data, *index;
@@ -235,15 +222,8 @@ int cmd_load(int argc, char **argv)
             continue;
         case OPT_POLICY:
             o.policy = optarg;
-            if (strcmp(optarg, "none") != 0 && strcmp(optarg, "all") != 0 &&
-                strcmp(optarg, "resize") != 0 && strcmp(optarg, "sophon") != 0 &&
-                strcmp(optarg, "selective") != 0 && strcmp(optarg, "oracle") != 0) {
-                cli_error(&c,
-                          "--policy wants none, all, resize, sophon, selective or oracle, "
-                          "not '%s'",
-                          optarg);
+            if (cli_parse_policy(&c, optarg) < 0)
                 return 2;
-            }
             continue;
         case OPT_EPOCHS:
             if (cli_parse_u64(&c, "--epochs", optarg, 1000000, &epochs) < 0)
@@ -290,18 +270,15 @@ int cmd_load(int argc, char **argv)
             o.threads = (unsigned)v;
             continue;
         case OPT_NET:
-            if (cli_parse_rate(optarg, &o.bandwidth_Bps) < 0) {
-                cli_error(&c, "--net wants a rate such as 500Mbit, 10Gbit or 100MB, not '%s'",
-                          optarg);
+            if (cli_parse_net(&c, optarg, &o.bandwidth_Bps) < 0)
                 return 2;
-            }
             continue;
         case OPT_STORAGE:
-            if (parse_double(&c, "--storage-cores", optarg, &o.storage_cores) < 0)
+            if (cli_parse_number(&c, "--storage-cores", optarg, 0, &o.storage_cores) < 0)
                 return 2;
             continue;
         case OPT_CLIENT:
-            if (parse_double(&c, "--client-cores", optarg, &o.client_cores) < 0)
+            if (cli_parse_number(&c, "--client-cores", optarg, 0, &o.client_cores) < 0)
                 return 2;
             continue;
         case OPT_RETRIES:

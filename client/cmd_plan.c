@@ -33,18 +33,6 @@ static const char usage[] =
     "      --out FILE.csv      the chosen policy's plan: object name and stage per line\n\n"
     CLI_COMMON_HELP;
 
-static int parse_double(const struct cli *c, const char *what, const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || v < 0 || !isfinite(v)) {
-        cli_error(c, "%s wants a number >= 0, not '%s'", what, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static void print_row(const struct sophon_plan *p)
 {
     printf("%-10s %10.3f %9.2f %10.2f %9.2f %9.2f %10zu", sophon_policy_name(p->policy),
@@ -128,25 +116,22 @@ int cmd_plan(int argc, char **argv)
             records = optarg;
             continue;
         case OPT_NET:
-            if (cli_parse_rate(optarg, &budget.bandwidth_Bps) < 0) {
-                cli_error(&c, "--net wants a rate such as 500Mbit, 10Gbit or 100MB, not '%s'",
-                          optarg);
+            if (cli_parse_net(&c, optarg, &budget.bandwidth_Bps) < 0)
                 return 2;
-            }
             have_net = 1;
             continue;
         case OPT_STORAGE:
-            if (parse_double(&c, "--storage-cores", optarg, &budget.storage_cores) < 0)
+            if (cli_parse_number(&c, "--storage-cores", optarg, 1, &budget.storage_cores) < 0)
                 return 2;
             have_storage = 1;
             continue;
         case OPT_CLIENT:
-            if (parse_double(&c, "--client-cores", optarg, &budget.client_cores) < 0)
+            if (cli_parse_number(&c, "--client-cores", optarg, 1, &budget.client_cores) < 0)
                 return 2;
             have_client = 1;
             continue;
         case OPT_GPU:
-            if (parse_double(&c, "--gpu", optarg, &budget.gpu_samples_per_s) < 0)
+            if (cli_parse_number(&c, "--gpu", optarg, 1, &budget.gpu_samples_per_s) < 0)
                 return 2;
             continue;
         case OPT_FORMAT: {
@@ -157,19 +142,13 @@ int cmd_plan(int argc, char **argv)
             continue;
         }
         case OPT_SPEED:
-            if (parse_double(&c, "--storage-speed", optarg, &speed) < 0 || speed == 0)
+            if (cli_parse_number(&c, "--storage-speed", optarg, 1, &speed) < 0 || speed == 0)
                 return 2;
             continue;
         case OPT_POLICY:
-            for (int p = 0; p < SOPHON_POLICY_COUNT; p++)
-                if (strcmp(optarg, sophon_policy_name(p)) == 0)
-                    policy = p;
-            if (policy < 0) {
-                cli_error(&c, "--policy wants none, all, resize, sophon, selective or oracle, "
-                              "not '%s'",
-                          optarg);
+            policy = cli_parse_policy(&c, optarg);
+            if (policy < 0)
                 return 2;
-            }
             continue;
         case OPT_COMPARE:
             compare = 1;

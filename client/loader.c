@@ -556,12 +556,7 @@ static void *worker_main(void *arg)
 
 static int parse_policy(const char *name)
 {
-    if (name == NULL)
-        return SOPHON_POLICY_SELECTIVE;
-    for (int p = 0; p < SOPHON_POLICY_COUNT; p++)
-        if (strcmp(name, sophon_policy_name(p)) == 0)
-            return p;
-    return -1;
+    return name == NULL ? SOPHON_POLICY_SELECTIVE : sophon_policy_from_name(name);
 }
 
 /* Mutexes and condition variables, first thing after allocation: say() needs log_mu. The

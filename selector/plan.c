@@ -23,6 +23,14 @@ const char *sophon_policy_name(int policy)
     return policy_names[policy];
 }
 
+int sophon_policy_from_name(const char *name)
+{
+    for (int p = 0; name != NULL && p < SOPHON_POLICY_COUNT; p++)
+        if (strcmp(name, policy_names[p]) == 0)
+            return p;
+    return -1;
+}
+
 static int budget_ok(const struct sophon_budget *b)
 {
     return b->version == SOPHON_BUDGET_VERSION && isfinite(b->bandwidth_Bps) &&

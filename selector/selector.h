@@ -186,6 +186,9 @@ enum sophon_policy {
 /* Static name of a policy ("none", "all", "resize", "sophon", "selective", "oracle"). */
 const char *sophon_policy_name(int policy);
 
+/* The policy named name (one of sophon_policy_name's), or -1. */
+int sophon_policy_from_name(const char *name);
+
 /*
  * The machines of one training job. Capacities may be INFINITY (unlimited); cores may be 0 (then
  * no stage that needs them is possible). bandwidth_Bps must be finite and > 0.

@@ -73,6 +73,17 @@ expect "plan without budgets explains" 2 "give the budgets" \
     "$sophon" plan --records "$work/r.csv"
 expect "a bad rate explains" 2 "--net wants a rate" \
     "$sophon" plan --records "$work/r.csv" --net fast --storage-cores 1 --client-cores 1
+expect "a bad policy explains" 2 "--policy wants none, all, resize, sophon, selective or oracle" \
+    "$sophon" plan --records "$work/r.csv" --net 1Gbit --storage-cores 1 --client-cores 1 \
+    --policy fastest
+expect "negative cores explain" 2 "--storage-cores wants a number >= 0, not '-1'" \
+    "$sophon" plan --records "$work/r.csv" --net 1Gbit --storage-cores -1 --client-cores 1
+expect "load: a bad policy explains" 2 "--policy wants none, all" \
+    "$sophon" load -p "$pool" --dataset "$ds" --policy fastest
+expect "load: zero client cores explain" 2 "--client-cores wants a number > 0, not '0'" \
+    "$sophon" load -p "$pool" --dataset "$ds" --client-cores 0
+expect "load: a bad rate explains" 2 "--net wants a rate" \
+    "$sophon" load -p "$pool" --dataset "$ds" --net fast
 expect "plan of a dataset never profiled explains" 1 "has no records: run .sophon profile" \
     "$sophon" plan -p "$pool" --dataset nothing.here --net 1Gbit --storage-cores 1 \
     --client-cores 1
