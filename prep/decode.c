@@ -249,6 +249,8 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         check_region(&s->j, &rg);
     }
 
+    s->j.fast_huffman =
+        c->progressive_mode && !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
     jpeg_start_decompress(c);
     if (c->output_components != 3 &&
         !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&

@@ -44,6 +44,11 @@ struct sophon__decode_cb {
  * this is the reference the tests hold the copy to.
  */
 #define SOPHON__DECODE_WHOLE_FILE 2u
+/*
+ * Let libjpeg's own progressive Huffman decoder (jdphuff.c) read the scans, not phuff.h's: the
+ * reference the tests hold phuff.h to. The same bytes either way.
+ */
+#define SOPHON__DECODE_LIBJPEG_HUFFMAN 4u
 
 /*
  * sophon__decode - decode the region of jpeg[0..len) chosen by cb->header, under lim (not

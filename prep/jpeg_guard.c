@@ -10,6 +10,8 @@
 
 #include <jerror.h>
 
+#include "phuff.h"
+
 void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -98,7 +100,8 @@ static void on_output_message(j_common_ptr cinfo)
 
 /*
  * Called by libjpeg at each SOS while absorbing input (and per iMCU row): refuse files with more
- * scans than allowed before the work of decoding them is done.
+ * scans than allowed before the work of decoding them is done, and install the fast progressive
+ * Huffman decoder when asked.
  */
 static void on_progress(j_common_ptr cinfo)
 {
@@ -109,6 +112,11 @@ static void on_progress(j_common_ptr cinfo)
         (uint32_t)j->cinfo.input_scan_number > j->max_scans) {
         snprintf(msg, sizeof(msg), "more than %u scans", (unsigned)j->max_scans);
         sophon__jpeg_fail(j, -E2BIG, msg);
+    }
+    /* The first call is in jpeg_start_decompress, before the first scan is read. */
+    if (j->fast_huffman) {
+        j->fast_huffman = 0;
+        sophon__phuff_install(&j->cinfo, 0);
     }
 }
 

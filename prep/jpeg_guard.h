@@ -44,6 +44,8 @@ struct sophon__jpeg {
      * stay fatal.
      */
     int allow_scan_tails;
+    /* 1: at the first progress callback, put phuff.h's decoder in place of libjpeg's. */
+    int fast_huffman;
     char msg[JMSG_LENGTH_MAX + 64];
 };
 

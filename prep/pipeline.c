@@ -346,7 +346,7 @@ int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t l
     cb.header = on_header;
     cb.row = on_row;
     cb.ctx = &pl;
-    decode_flags &= SOPHON__DECODE_WHOLE_FILE;
+    decode_flags &= SOPHON__DECODE_WHOLE_FILE | SOPHON__DECODE_LIBJPEG_HUFFMAN;
     if (p->fast)
         decode_flags |= SOPHON__DECODE_FAST;
     rc = sophon__decode(jpeg, len, lim, decode_flags, &cb, err, errlen);

@@ -11,7 +11,8 @@ Prints: images, cases, cases compared, differing cases and bytes (must be 0), an
 Exit status 1 if any byte differs or ours produced output where Pillow refused.
 
 --reference whole compares the progressive files of the list with prep_tool batch --whole-file
-instead (the decode of every scan over the whole image that the progressive cut replaces), in
+instead (the decode of every scan over the whole image that the progressive cut replaces, by
+libjpeg's own progressive Huffman decoder that prep/phuff.c replaces), in
 exact and fast mode, with more boxes at and near the bottom and at every fast scale. There the
 two must agree on every case, refusals and their errno included.
 """

@@ -9,8 +9,9 @@
  *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP [FAST]" (FILE without spaces). For each line
  *       the stream gets a little-endian int32 status (0 or -errno) then, on success, the
  *       OUT_W * OUT_H * 3 output bytes. The format pillow_ref.py batch writes too.
- *       --whole-file decodes progressive files as stored instead of cut to the box (the
- *       reference the cut is compared with: compare.py --reference whole).
+ *       --whole-file decodes progressive files as stored instead of cut to the box, with
+ *       libjpeg's own progressive Huffman decoder instead of phuff.h's (the reference both are
+ *       compared with: compare.py --reference whole).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "batch") == 0)
         return cmd_batch(0);
     if (argc == 3 && strcmp(argv[1], "batch") == 0 && strcmp(argv[2], "--whole-file") == 0)
-        return cmd_batch(SOPHON__DECODE_WHOLE_FILE);
+        return cmd_batch(SOPHON__DECODE_WHOLE_FILE | SOPHON__DECODE_LIBJPEG_HUFFMAN);
     fprintf(stderr,
             "usage: %s probe FILE... | run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] | "
             "batch [--whole-file] < cases\n",

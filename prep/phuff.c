@@ -1,0 +1,818 @@
+/*
+ * phuff.c - progressive Huffman decoding for libjpeg-turbo 2.1 (phuff.h).
+ *
+ * The decoding rules are those of ITU T.81 (G.1.2), with libjpeg's handling of what the
+ * standard leaves open, which decides the coefficients of odd files and so must be the same:
+ * - a coefficient index run past the end of the band (a corrupt run length) lands on
+ *   coefficient 63 (jpeg_natural_order's padding in jutils.c);
+ * - a DC value that overflows int is an error, and every stored value is truncated to JCOEF;
+ * - "FF FF ... FF 00" in the data is one FF data byte; the FFs before a marker are fill bytes;
+ * - a scan that needs bits past its data warns JWRN_HIT_MARKER and reads zero bits, and the
+ *   rest of the segment is left as is; a code of 17 bits or more warns JWRN_HUFF_BAD_CODE and
+ *   decodes as symbol 0, as does a refinement scan's coefficient of a size other than 1;
+ * - inconsistent progressions warn JWRN_BOGUS_PROGRESSION; impossible scan parameters are
+ *   JERR_BAD_PROGRESSION; tables that are not prefix codes, JERR_BAD_HUFF_TABLE.
+ */
+#include "phuff.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <jerror.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2001000 &&            \
+    LIBJPEG_TURBO_VERSION_NUMBER < 2002000
+#define PHUFF_SUPPORTED 1
+#else
+#define PHUFF_SUPPORTED 0
+#endif
+
+int sophon__phuff_supported(void)
+{
+    return PHUFF_SUPPORTED;
+}
+
+#if PHUFF_SUPPORTED
+
+/* libjpeg-turbo 2.1's jpegint.h: the entropy decoder and marker reader modules. */
+struct jpeg_entropy_decoder {
+    void (*start_pass)(j_decompress_ptr cinfo);
+    boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW *MCU_data);
+    boolean insufficient_data;
+};
+
+struct jpeg_marker_reader {
+    void (*reset_marker_reader)(j_decompress_ptr cinfo);
+    int (*read_markers)(j_decompress_ptr cinfo);
+    jpeg_marker_parser_method read_restart_marker;
+    boolean saw_SOI;
+    boolean saw_SOF;
+    int next_restart_num;
+    unsigned int discarded_bytes;
+};
+
+#define LOOK 10 /* Codes of up to LOOK bits decode with one lookup. */
+
+struct htab {
+    uint16_t look[1 << LOOK]; /* (length << 8) | symbol, 0 for longer codes (or none). */
+    int32_t maxcode[18];      /* Largest code of each length, -1 if none; [17] ends the search. */
+    int32_t valoffset[18];    /* Index in val of the first code of each length, minus that code. */
+    uint8_t val[256];
+};
+
+/*
+ * The bit reader. buf holds the next bits MSB first: nbits of them are data, and the bits below
+ * are zero or the bits of the bytes at p (loaded ahead, 8 at a time, and loaded again in place
+ * when their turn comes). p never passes a marker: on one, libjpeg's unread_marker is set.
+ */
+struct bits {
+    uint64_t buf;
+    int nbits;
+    const uint8_t *p, *end;
+};
+
+struct phuff {
+    struct jpeg_entropy_decoder pub; /* First member: cinfo->entropy points here. */
+    struct bits b; /* The bit reader, between MCUs and for the out-of-line paths. */
+    unsigned int eobrun;
+    unsigned int restarts_to_go;
+    int last_dc[MAX_COMPS_IN_SCAN];
+    const struct htab *dc[MAX_COMPS_IN_SCAN]; /* This scan's DC table of each component. */
+    const struct htab *ac;                    /* This scan's AC table. */
+    struct htab *tabs[2][NUM_HUFF_TBLS];      /* [0] DC, [1] AC; built when first used. */
+    /* zz[r][b]: the zigzag-order bits of the coefficients 8r..8r+7 flagged in b. */
+    uint64_t (*zz)[256];
+    int bmi2; /* Refinement scans use ac_refine_bmi2. */
+};
+
+/* Zigzag index -> natural index, with libjpeg's padding for runs past the end. */
+static const uint8_t natural[64 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+    40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+    29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+    47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+};
+
+static void *pool_alloc(j_decompress_ptr c, size_t n)
+{
+    return (*c->mem->alloc_small)((j_common_ptr)c, JPOOL_IMAGE, n);
+}
+
+/* jpeg_make_d_derived_tbl's checks, then this decoder's tables. */
+static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int dc, int tblno)
+{
+    uint8_t size[257];
+    uint32_t code[257];
+    uint32_t cd;
+    JHUFF_TBL *h;
+    struct htab *t;
+    int n, l, i, p, si;
+
+    if (tblno < 0 || tblno >= NUM_HUFF_TBLS)
+        ERREXIT1(c, JERR_NO_HUFF_TABLE, tblno);
+    h = dc ? c->dc_huff_tbl_ptrs[tblno] : c->ac_huff_tbl_ptrs[tblno];
+    if (h == NULL)
+        ERREXIT1(c, JERR_NO_HUFF_TABLE, tblno);
+    if (e->tabs[!dc][tblno] == NULL)
+        e->tabs[!dc][tblno] = pool_alloc(c, sizeof(struct htab));
+    t = e->tabs[!dc][tblno];
+
+    n = 0;
+    for (l = 1; l <= 16; l++) {
+        if (n + h->bits[l] > 256)
+            ERREXIT(c, JERR_BAD_HUFF_TABLE);
+        for (i = 0; i < h->bits[l]; i++)
+            size[n++] = (uint8_t)l;
+    }
+    size[n] = 0;
+    /* Canonical codes; a length's codes must leave its all-ones code unused. */
+    cd = 0;
+    si = size[0];
+    p = 0;
+    while (size[p] != 0) {
+        while (size[p] == si)
+            code[p++] = cd++;
+        if (cd >= (1u << si))
+            ERREXIT(c, JERR_BAD_HUFF_TABLE);
+        cd <<= 1;
+        si++;
+    }
+    if (dc)
+        for (i = 0; i < n; i++)
+            if (h->huffval[i] > 15)
+                ERREXIT(c, JERR_BAD_HUFF_TABLE);
+
+    p = 0;
+    for (l = 1; l <= 16; l++) {
+        if (h->bits[l] != 0) {
+            t->valoffset[l] = p - (int32_t)code[p];
+            p += h->bits[l];
+            t->maxcode[l] = (int32_t)code[p - 1];
+        } else {
+            t->maxcode[l] = -1;
+        }
+    }
+    t->valoffset[17] = 0;
+    t->maxcode[17] = 0xFFFFF;
+    memset(t->look, 0, sizeof(t->look));
+    p = 0;
+    for (l = 1; l <= LOOK; l++) {
+        for (i = 0; i < h->bits[l]; i++, p++) {
+            uint32_t first = code[p] << (LOOK - l), k;
+
+            for (k = 0; k < (1u << (LOOK - l)); k++)
+                t->look[first + k] = (uint16_t)((l << 8) | h->huffval[p]);
+        }
+    }
+    memcpy(t->val, h->huffval, sizeof(t->val));
+    return t;
+}
+
+#define INLINE static inline __attribute__((always_inline))
+
+/*
+ * The decoders keep the bit reader in a local struct bits that only always-inline functions
+ * see, so that it lives in registers; the out-of-line paths work on e->b, between save and load.
+ */
+INLINE void load(j_decompress_ptr c, const struct phuff *e, struct bits *b)
+{
+    b->buf = e->b.buf;
+    b->nbits = e->b.nbits;
+    b->p = c->src->next_input_byte;
+    b->end = b->p + c->src->bytes_in_buffer;
+}
+
+INLINE void save(j_decompress_ptr c, struct phuff *e, const struct bits *b)
+{
+    e->b = *b;
+    c->src->next_input_byte = b->p;
+    c->src->bytes_in_buffer = (size_t)(b->end - b->p);
+}
+
+/* The next byte of the source, asking it for more when it runs dry (jpeg_mem_src warns). */
+static int next_byte(j_decompress_ptr c, struct bits *b)
+{
+    if (b->p == b->end) {
+        c->src->next_input_byte = b->p;
+        c->src->bytes_in_buffer = 0;
+        if (!(*c->src->fill_input_buffer)(c))
+            ERREXIT(c, JERR_CANT_SUSPEND);
+        b->p = c->src->next_input_byte;
+        b->end = b->p + c->src->bytes_in_buffer;
+        if (b->p == b->end)
+            ERREXIT(c, JERR_INPUT_EMPTY);
+    }
+    return *b->p++;
+}
+
+/* Fill e->b to more than 56 bits, or up to the marker that ends the data. */
+static void fill_slow(j_decompress_ptr c, struct phuff *e)
+{
+    struct bits *b = &e->b;
+
+    while (b->nbits <= 56 && c->unread_marker == 0) {
+        int v = next_byte(c, b);
+
+        if (v == 0xFF) {
+            do
+                v = next_byte(c, b);
+            while (v == 0xFF);
+            if (v != 0) {
+                c->unread_marker = v;
+                return;
+            }
+            v = 0xFF;
+        }
+        b->buf |= (uint64_t)v << (56 - b->nbits);
+        b->nbits += 8;
+    }
+}
+
+/* Past the data: warn once per segment, as libjpeg does, and read zero bits from then on. */
+static void out_of_data(j_decompress_ptr c, struct phuff *e)
+{
+    if (!e->pub.insufficient_data) {
+        WARNMS(c, JWRN_HIT_MARKER);
+        e->pub.insufficient_data = TRUE;
+    }
+    e->b.nbits = 64;
+}
+
+INLINE void fill(j_decompress_ptr c, struct phuff *e, struct bits *b)
+{
+    if (b->nbits <= 56 && b->end - b->p >= 8 && c->unread_marker == 0) {
+        uint64_t w;
+
+        memcpy(&w, b->p, 8);
+        /* No 0xFF among the 8 bytes: no stuffing and no marker, take them as they are. */
+        if (((~w - 0x0101010101010101ull) & w & 0x8080808080808080ull) == 0) {
+            int n = (63 - b->nbits) >> 3;
+
+            b->buf |= __builtin_bswap64(w) >> b->nbits;
+            b->p += n;
+            b->nbits += 8 * n;
+            return;
+        }
+    }
+    e->b = *b;
+    fill_slow(c, e);
+    *b = e->b;
+}
+
+INLINE void need(j_decompress_ptr c, struct phuff *e, struct bits *b, int n)
+{
+    if (b->nbits < n) {
+        fill(c, e, b);
+        if (b->nbits < n) {
+            e->b = *b;
+            out_of_data(c, e);
+            *b = e->b;
+        }
+    }
+}
+
+/* n in 1..16. */
+INLINE unsigned int get_bits(j_decompress_ptr c, struct phuff *e, struct bits *b, int n)
+{
+    unsigned int v;
+
+    need(c, e, b, n);
+    v = (unsigned int)(b->buf >> (64 - n));
+    b->buf <<= n;
+    b->nbits -= n;
+    return v;
+}
+
+/* Figure F.12: the value of n extra bits x. */
+INLINE int extend(unsigned int x, int n)
+{
+    return x < (1u << (n - 1)) ? (int)x - (int)(1u << n) + 1 : (int)x;
+}
+
+/* A code longer than LOOK bits (or none), from e->b filled as far as it goes. */
+static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t)
+{
+    struct bits *b = &e->b;
+    uint32_t w;
+    int l;
+
+    /* decode filled to 16 bits; a bad code takes 17. */
+    if (b->nbits <= 56)
+        fill_slow(c, e);
+    w = (uint32_t)(b->buf >> 48);
+    for (l = LOOK + 1; l <= 16; l++)
+        if ((int32_t)(w >> (16 - l)) <= t->maxcode[l])
+            break;
+    if (b->nbits < l)
+        out_of_data(c, e);
+    if (l > 16) {
+        /* libjpeg reads 17 bits before it gives up. */
+        b->buf <<= 17;
+        b->nbits -= 17;
+        WARNMS(c, JWRN_HUFF_BAD_CODE);
+        return 0;
+    }
+    b->buf <<= l;
+    b->nbits -= l;
+    return t->val[((w >> (16 - l)) + (uint32_t)t->valoffset[l]) & 0xFF];
+}
+
+INLINE int decode(j_decompress_ptr c, struct phuff *e, struct bits *b, const struct htab *t)
+{
+    unsigned int v, l;
+    int s;
+
+    if (b->nbits < 16)
+        fill(c, e, b);
+    v = t->look[b->buf >> (64 - LOOK)];
+    l = v >> 8;
+    if (l != 0 && (int)l <= b->nbits) {
+        b->buf <<= l;
+        b->nbits -= (int)l;
+        return (int)(v & 0xFF);
+    }
+    e->b = *b;
+    if (l == 0) {
+        s = decode_slow(c, e, t);
+    } else {
+        out_of_data(c, e);
+        e->b.buf <<= l;
+        e->b.nbits -= (int)l;
+        s = (int)(v & 0xFF);
+    }
+    *b = e->b;
+    return s;
+}
+
+/* process_restart in jdphuff.c: at the start of every restart interval but the first. */
+static void restart(j_decompress_ptr c, struct phuff *e)
+{
+    c->marker->discarded_bytes += (unsigned int)(e->b.nbits < 64 ? e->b.nbits / 8 : 0);
+    e->b.buf = 0;
+    e->b.nbits = 0;
+    if (!(*c->marker->read_restart_marker)(c))
+        ERREXIT(c, JERR_CANT_SUSPEND);
+    memset(e->last_dc, 0, sizeof(e->last_dc));
+    e->eobrun = 0;
+    e->restarts_to_go = c->restart_interval;
+    /* Right against a marker, the next segment is empty: leave the flag set. */
+    if (c->unread_marker == 0)
+        e->pub.insufficient_data = FALSE;
+}
+
+INLINE void mcu_start(j_decompress_ptr c, struct phuff *e)
+{
+    if (c->restart_interval != 0 && e->restarts_to_go == 0)
+        restart(c, e);
+}
+
+INLINE void mcu_end(j_decompress_ptr c, struct phuff *e)
+{
+    if (c->restart_interval != 0)
+        e->restarts_to_go--;
+}
+
+static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+    int blkn;
+
+    mcu_start(c, e);
+    if (!e->pub.insufficient_data) {
+        load(c, e, &b);
+        for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
+            int ci = c->MCU_membership[blkn];
+            int s = decode(c, e, &b, e->dc[ci]);
+            int last = e->last_dc[ci];
+
+            if (s != 0)
+                s = extend(get_bits(c, e, &b, s), s);
+            if ((last >= 0 && s > INT_MAX - last) || (last < 0 && s < INT_MIN - last))
+                ERREXIT(c, JERR_BAD_DCT_COEF);
+            last += s;
+            e->last_dc[ci] = last;
+            mcu[blkn][0][0] = (JCOEF)(int)((unsigned int)last << c->Al);
+        }
+        save(c, e, &b);
+    }
+    mcu_end(c, e);
+    return TRUE;
+}
+
+static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+    int blkn;
+
+    mcu_start(c, e);
+    /* As jdphuff.c: no check of insufficient_data, the zero bits change nothing. */
+    load(c, e, &b);
+    for (blkn = 0; blkn < c->blocks_in_MCU; blkn++)
+        if (get_bits(c, e, &b, 1))
+            mcu[blkn][0][0] = (JCOEF)(mcu[blkn][0][0] | (1 << c->Al));
+    save(c, e, &b);
+    mcu_end(c, e);
+    return TRUE;
+}
+
+static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+
+    mcu_start(c, e);
+    if (!e->pub.insufficient_data) {
+        if (e->eobrun > 0) {
+            e->eobrun--;
+        } else {
+            JCOEF *blk = mcu[0][0];
+            const struct htab *t = e->ac;
+            int k, Se = c->Se, Al = c->Al;
+
+            load(c, e, &b);
+            for (k = c->Ss; k <= Se; k++) {
+                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15;
+
+                if (s != 0) {
+                    k += r;
+                    s = extend(get_bits(c, e, &b, s), s);
+                    blk[natural[k]] = (JCOEF)(int)((unsigned int)s << Al);
+                } else if (r == 15) {
+                    k += 15;
+                } else {
+                    unsigned int run = 1u << r;
+
+                    if (r != 0)
+                        run += get_bits(c, e, &b, r);
+                    e->eobrun = run - 1;
+                    break;
+                }
+            }
+            save(c, e, &b);
+        }
+    }
+    mcu_end(c, e);
+    return TRUE;
+}
+
+/* The zigzag-order mask of blk's nonzero coefficients. */
+INLINE uint64_t nonzero(const struct phuff *e, const JCOEF *blk)
+{
+    uint64_t nat = 0, zz;
+    int r;
+
+#ifdef __SSE2__
+    const __m128i zero = _mm_setzero_si128();
+
+    for (r = 0; r < 8; r += 2) {
+        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r)), zero);
+        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r + 8)), zero);
+
+        nat |= (uint64_t)(~_mm_movemask_epi8(_mm_packs_epi16(a, b)) & 0xFFFF) << (8 * r);
+    }
+#else
+    for (r = 0; r < 64; r++)
+        nat |= (uint64_t)(blk[r] != 0) << r;
+#endif
+    zz = 0;
+    for (r = 0; r < 8; r++)
+        zz |= e->zz[r][(nat >> (8 * r)) & 0xFF];
+    return zz;
+}
+
+/*
+ * A refinement scan's correction bits, one for each nonzero coefficient in todo (zigzag bits),
+ * in order: a 1 adds the scan's bit to the magnitude, unless it is there already.
+ */
+INLINE void correct(j_decompress_ptr c, struct phuff *e, struct bits *b, JCOEF *blk, uint64_t todo,
+                    int p1)
+{
+    while (todo != 0) {
+        JCOEF *x;
+        int bit, sign, add;
+
+        if (b->nbits == 0)
+            need(c, e, b, 1);
+        x = &blk[natural[__builtin_ctzll(todo)]];
+        todo &= todo - 1;
+        bit = (int)(b->buf >> 63);
+        b->buf <<= 1;
+        b->nbits--;
+        sign = *x < 0 ? -1 : 0;
+        add = -(bit & ((*x & p1) == 0));
+        *x = (JCOEF)(*x + (((p1 ^ sign) - sign) & add));
+    }
+}
+
+/* Bits from..63 of a 64-bit mask (none from 64 on). */
+INLINE uint64_t from_bit(int from)
+{
+    return from < 64 ? ~0ull << from : 0;
+}
+
+static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+
+    mcu_start(c, e);
+    if (!e->pub.insufficient_data) {
+        JCOEF *blk = mcu[0][0];
+        const struct htab *t = e->ac;
+        int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
+        uint64_t band = from_bit(k) & (~0ull >> (63 - Se));
+        uint64_t nz = nonzero(e, blk) & band;
+        unsigned int run = e->eobrun;
+
+        load(c, e, &b);
+        if (run == 0) {
+            while (k <= Se) {
+                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15, v = 0, z;
+                uint64_t rest = band & from_bit(k), zeros, before;
+
+                if (s != 0) {
+                    if (s != 1)
+                        WARNMS(c, JWRN_HUFF_BAD_CODE);
+                    v = get_bits(c, e, &b, 1) ? p1 : -p1;
+                } else if (r != 15) {
+                    run = 1u << r;
+                    if (r != 0)
+                        run += get_bits(c, e, &b, r);
+                    break;
+                }
+                /* Pass r zero coefficients, and correct the nonzero ones on the way; the new
+                 * coefficient (or the end of a ZRL) is the next zero. */
+                zeros = rest & ~nz;
+                while (r-- > 0 && zeros != 0)
+                    zeros &= zeros - 1;
+                if (zeros != 0) {
+                    z = __builtin_ctzll(zeros);
+                    before = rest & nz & ~from_bit(z);
+                } else {
+                    z = Se + 1;
+                    before = rest & nz;
+                }
+                correct(c, e, &b, blk, before, p1);
+                if (v != 0) {
+                    blk[natural[z]] = (JCOEF)v;
+                    if (z < 64)
+                        nz |= 1ull << z;
+                }
+                k = z + 1;
+            }
+        }
+        if (run > 0) {
+            correct(c, e, &b, blk, nz & from_bit(k), p1);
+            run--;
+        }
+        e->eobrun = run;
+        save(c, e, &b);
+    }
+    mcu_end(c, e);
+    return TRUE;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_BMI2   1
+#define TARGET_BMI2 __attribute__((target("popcnt,bmi,bmi2")))
+
+/* Add the scan's bit to the magnitude of blk's coefficients in hits (zigzag bits). */
+INLINE void apply(JCOEF *blk, uint64_t hits, int p1)
+{
+    while (hits != 0) {
+        JCOEF *x = &blk[natural[__builtin_ctzll(hits)]];
+        int sign = *x < 0 ? -1 : 0, add = -((*x & p1) == 0);
+
+        hits &= hits - 1;
+        *x = (JCOEF)(*x + (((p1 ^ sign) - sign) & add));
+    }
+}
+
+/* v with its low n bits (n in 1..63) in reverse order, the others cleared. */
+INLINE uint64_t reverse(uint64_t v, int n)
+{
+    v = __builtin_bswap64(v);
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    return v >> (64 - n);
+}
+
+/*
+ * The correction bits of the nonzero coefficients in todo (zigzag bits 1..63), read at once:
+ * the coefficients whose bit is 1. pdep puts the i-th bit read on the i-th lowest of todo.
+ */
+TARGET_BMI2 static inline __attribute__((always_inline)) uint64_t
+take_hits(j_decompress_ptr c, struct phuff *e, struct bits *b, uint64_t todo)
+{
+    uint64_t hits = 0;
+
+    while (todo != 0) {
+        int n = __builtin_popcountll(todo), m;
+        uint64_t part;
+
+        if (b->nbits < n) {
+            fill(c, e, b);
+            if (b->nbits == 0)
+                need(c, e, b, 1);
+        }
+        m = n < b->nbits ? n : b->nbits;
+        part = m == n ? todo : _pdep_u64((1ull << m) - 1, todo);
+        hits |= _pdep_u64(reverse(b->buf >> (64 - m), m), part);
+        b->buf <<= m;
+        b->nbits -= m;
+        todo &= ~part;
+    }
+    return hits;
+}
+
+/*
+ * ac_refine with BMI2: the zero a run ends on is one pdep away, and each stretch of correction
+ * bits is read in one go; the corrections are applied at the end of the block (they touch
+ * coefficients that were nonzero before it, which nothing else in the block changes, but for a
+ * run past the band's end, which libjpeg stores on coefficient 63: then they go first).
+ */
+TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+
+    mcu_start(c, e);
+    if (!e->pub.insufficient_data) {
+        JCOEF *blk = mcu[0][0];
+        const struct htab *t = e->ac;
+        int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
+        uint64_t band = from_bit(k) & (~0ull >> (63 - Se));
+        uint64_t nz = nonzero(e, blk) & band, hits = 0;
+        unsigned int run = e->eobrun;
+
+        load(c, e, &b);
+        if (run == 0) {
+            while (k <= Se) {
+                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15, v = 0, z;
+                uint64_t rest = band & from_bit(k), sel, before;
+
+                if (s != 0) {
+                    if (s != 1)
+                        WARNMS(c, JWRN_HUFF_BAD_CODE);
+                    v = get_bits(c, e, &b, 1) ? p1 : -p1;
+                } else if (r != 15) {
+                    run = 1u << r;
+                    if (r != 0)
+                        run += get_bits(c, e, &b, r);
+                    break;
+                }
+                sel = _pdep_u64(1ull << r, rest & ~nz);
+                if (sel != 0) {
+                    z = __builtin_ctzll(sel);
+                    before = rest & nz & (sel - 1);
+                } else {
+                    z = Se + 1;
+                    before = rest & nz;
+                }
+                hits |= take_hits(c, e, &b, before);
+                if (v != 0) {
+                    if (z > Se) {
+                        apply(blk, hits, p1);
+                        hits = 0;
+                    }
+                    blk[natural[z]] = (JCOEF)v;
+                    if (z < 64)
+                        nz |= 1ull << z;
+                }
+                k = z + 1;
+            }
+        }
+        if (run > 0) {
+            hits |= take_hits(c, e, &b, nz & from_bit(k));
+            run--;
+        }
+        apply(blk, hits, p1);
+        e->eobrun = run;
+        save(c, e, &b);
+    }
+    mcu_end(c, e);
+    return TRUE;
+}
+#else
+#define HAVE_BMI2 0
+#endif
+
+/* Set the current scan up: tables, decoder, and fresh bit reader and predictions. */
+static void setup_scan(j_decompress_ptr c)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    int ci, r, v;
+
+    if (c->Ah == 0)
+        e->pub.decode_mcu = c->Ss == 0 ? dc_first : ac_first;
+    else if (c->Ss == 0)
+        e->pub.decode_mcu = dc_refine;
+    else
+#if HAVE_BMI2
+        e->pub.decode_mcu = e->bmi2 ? ac_refine_bmi2 : ac_refine;
+#else
+        e->pub.decode_mcu = ac_refine;
+#endif
+    for (ci = 0; ci < c->comps_in_scan; ci++) {
+        jpeg_component_info *comp = c->cur_comp_info[ci];
+
+        if (c->Ss == 0) {
+            if (c->Ah == 0)
+                e->dc[ci] = make_table(c, e, 1, comp->dc_tbl_no);
+        } else {
+            e->ac = make_table(c, e, 0, comp->ac_tbl_no);
+        }
+        e->last_dc[ci] = 0;
+    }
+    if (c->Ss != 0 && c->Ah != 0 && e->zz == NULL) {
+        e->zz = pool_alloc(c, 8 * sizeof(*e->zz));
+        for (r = 0; r < 8; r++) {
+            e->zz[r][0] = 0;
+            for (v = 1; v < 256; v++) {
+                int j = __builtin_ctz((unsigned int)v), z;
+
+                for (z = 0; natural[z] != 8 * r + j; z++)
+                    ;
+                e->zz[r][v] = e->zz[r][v & (v - 1)] | 1ull << z;
+            }
+        }
+    }
+    e->b.buf = 0;
+    e->b.nbits = 0;
+    e->pub.insufficient_data = FALSE;
+    e->eobrun = 0;
+    e->restarts_to_go = c->restart_interval;
+}
+
+/* start_pass_phuff_decoder's checks and progression bookkeeping, for every scan after the first. */
+static void start_pass(j_decompress_ptr c)
+{
+    int dc = c->Ss == 0, ci, k;
+
+    if ((dc && c->Se != 0) ||
+        (!dc && (c->Ss > c->Se || c->Se >= DCTSIZE2 || c->comps_in_scan != 1)) ||
+        (c->Ah != 0 && c->Al != c->Ah - 1) || c->Al > 13)
+        ERREXIT4(c, JERR_BAD_PROGRESSION, c->Ss, c->Se, c->Ah, c->Al);
+    for (ci = 0; ci < c->comps_in_scan; ci++) {
+        int cindex = c->cur_comp_info[ci]->component_index;
+        int *bits = c->coef_bits[cindex];
+        /* 2.1's block smoothing also keeps each component's state before the scan. */
+        int *prev = c->coef_bits[cindex + c->num_components];
+
+        if (!dc && bits[0] < 0)
+            WARNMS2(c, JWRN_BOGUS_PROGRESSION, cindex, 0);
+        for (k = c->Ss < 1 ? c->Ss : 1; k <= (c->Se > 9 ? c->Se : 9); k++)
+            prev[k] = c->input_scan_number > 1 ? bits[k] : 0;
+        for (k = c->Ss; k <= c->Se; k++) {
+            if (c->Ah != (bits[k] < 0 ? 0 : bits[k]))
+                WARNMS2(c, JWRN_BOGUS_PROGRESSION, cindex, k);
+            bits[k] = c->Al;
+        }
+    }
+    setup_scan(c);
+}
+
+int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
+{
+    struct phuff *e;
+
+    if (!c->progressive_mode || c->arith_code || c->coef_bits == NULL)
+        return 0;
+    e = pool_alloc(c, sizeof(*e));
+    memset(e, 0, sizeof(*e));
+    e->pub.start_pass = start_pass;
+#if HAVE_BMI2
+    /* pdep is microcoded, and slow, on AMD before Zen 3. */
+    e->bmi2 = !(flags & SOPHON__PHUFF_PORTABLE) && __builtin_cpu_supports("bmi2") &&
+              __builtin_cpu_supports("popcnt") && !__builtin_cpu_is("znver1") &&
+              !__builtin_cpu_is("znver2");
+#else
+    (void)flags;
+#endif
+    c->entropy = &e->pub;
+    /* libjpeg has checked the first scan and recorded its progression: only set it up. */
+    setup_scan(c);
+    return 1;
+}
+
+#else /* !PHUFF_SUPPORTED */
+
+int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
+{
+    (void)c;
+    (void)flags;
+    return 0;
+}
+
+#endif
