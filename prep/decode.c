@@ -213,6 +213,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         goto done;
     }
     jpeg_create_decompress(c);
+    sophon__coefmem_install((j_common_ptr)c, &s->j.coefmem);
 
     /*
      * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when

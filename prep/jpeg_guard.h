@@ -29,12 +29,14 @@
 
 #include <jpeglib.h>
 
+#include "coefmem.h"
 #include "prep.h"
 
 struct sophon__jpeg {
     struct jpeg_error_mgr pub; /* First member: cinfo.err points here and is cast back. */
     struct jpeg_progress_mgr progress;
     struct jpeg_decompress_struct cinfo;
+    struct sophon__coefmem coefmem; /* cinfo's coefficient arrays (coefmem.h). */
     jmp_buf jump;
     int code;           /* Negative errno of the failure that longjmp'ed. */
     uint32_t max_scans; /* 0 = unlimited; checked as each scan starts. */

@@ -59,12 +59,21 @@ struct jpeg_marker_reader {
     unsigned int discarded_bytes;
 };
 
-#define LOOK 10 /* Codes of up to LOOK bits decode with one lookup. */
+#define LOOK  10 /* Codes of up to LOOK bits decode with one lookup. */
+#define FUSED 0x20u
+
+/* make_table modes: what a symbol's extra bits are, for the fused lookup. */
+enum { TAB_DC, TAB_AC, TAB_REFINE };
 
 struct htab {
-    uint16_t look[1 << LOOK]; /* (length << 8) | symbol, 0 for longer codes (or none). */
-    int32_t maxcode[18];      /* Largest code of each length, -1 if none; [17] ends the search. */
-    int32_t valoffset[18];    /* Index in val of the first code of each length, minus that code. */
+    /*
+     * By the next LOOK bits: bits 0-4 the bits to take (0: a longer code, or none), 8-15 the
+     * symbol; with FUSED, the taken bits include the coefficient's extra bits too, and bits
+     * 16-31 hold its value.
+     */
+    uint32_t look[1 << LOOK];
+    int32_t maxcode[18];   /* Largest code of each length, -1 if none; [17] ends the search. */
+    int32_t valoffset[18]; /* Index in val of the first code of each length, minus that code. */
     uint8_t val[256];
 };
 
@@ -106,9 +115,19 @@ static void *pool_alloc(j_decompress_ptr c, size_t n)
     return (*c->mem->alloc_small)((j_common_ptr)c, JPOOL_IMAGE, n);
 }
 
-/* jpeg_make_d_derived_tbl's checks, then this decoder's tables. */
-static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int dc, int tblno)
+/* Figure F.12: the value of n extra bits x, without a branch (the sign of a coefficient is a
+ * coin toss the CPU would mispredict half the time). */
+static inline __attribute__((always_inline)) int extend(unsigned int x, int n)
 {
+    int neg = (int)((x >> (n - 1)) ^ 1); /* The top bit is 0: negative. */
+
+    return (int)x - (neg << n) + neg;
+}
+
+/* jpeg_make_d_derived_tbl's checks, then this decoder's tables for a scan of the mode. */
+static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int mode, int tblno)
+{
+    int dc = mode == TAB_DC;
     uint8_t size[257];
     uint32_t code[257];
     uint32_t cd;
@@ -166,10 +185,20 @@ static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int dc
     p = 0;
     for (l = 1; l <= LOOK; l++) {
         for (i = 0; i < h->bits[l]; i++, p++) {
-            uint32_t first = code[p] << (LOOK - l), k;
+            uint32_t first = code[p] << (LOOK - l), k, sym = h->huffval[p];
+            /* A refinement scan's new coefficient has 1 extra bit, its sign, whatever its size. */
+            int sz = dc ? (int)sym : (int)(sym & 15);
+            int extra = mode == TAB_REFINE ? 1 : sz;
+            int fused = sz != 0 && l + extra <= LOOK && (mode != TAB_REFINE || sz == 1);
 
-            for (k = 0; k < (1u << (LOOK - l)); k++)
-                t->look[first + k] = (uint16_t)((l << 8) | h->huffval[p]);
+            for (k = 0; k < (1u << (LOOK - l)); k++) {
+                uint32_t v = (sym << 8) | (uint32_t)l;
+
+                if (fused)
+                    v = (uint32_t)extend(k >> (LOOK - l - extra), extra) << 16 | sym << 8 | FUSED |
+                        (uint32_t)(l + extra);
+                t->look[first + k] = v;
+            }
         }
     }
     memcpy(t->val, h->huffval, sizeof(t->val));
@@ -246,9 +275,10 @@ static void out_of_data(j_decompress_ptr c, struct phuff *e)
     e->b.nbits = 64;
 }
 
+/* Up to 63 bits (64 only past a marker). */
 INLINE void fill(j_decompress_ptr c, struct phuff *e, struct bits *b)
 {
-    if (b->nbits <= 56 && b->end - b->p >= 8 && c->unread_marker == 0) {
+    if (b->end - b->p >= 8 && c->unread_marker == 0) {
         uint64_t w;
 
         memcpy(&w, b->p, 8);
@@ -291,14 +321,8 @@ INLINE unsigned int get_bits(j_decompress_ptr c, struct phuff *e, struct bits *b
     return v;
 }
 
-/* Figure F.12: the value of n extra bits x. */
-INLINE int extend(unsigned int x, int n)
-{
-    return x < (1u << (n - 1)) ? (int)x - (int)(1u << n) + 1 : (int)x;
-}
-
-/* A code longer than LOOK bits (or none), from e->b filled as far as it goes. */
-static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t)
+/* A code of at least `from` bits (or none), from e->b filled as far as it goes. */
+static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t, int from)
 {
     struct bits *b = &e->b;
     uint32_t w;
@@ -308,7 +332,7 @@ static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t
     if (b->nbits <= 56)
         fill_slow(c, e);
     w = (uint32_t)(b->buf >> 48);
-    for (l = LOOK + 1; l <= 16; l++)
+    for (l = from; l <= 16; l++)
         if ((int32_t)(w >> (16 - l)) <= t->maxcode[l])
             break;
     if (b->nbits < l)
@@ -325,29 +349,28 @@ static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t
     return t->val[((w >> (16 - l)) + (uint32_t)t->valoffset[l]) & 0xFF];
 }
 
-INLINE int decode(j_decompress_ptr c, struct phuff *e, struct bits *b, const struct htab *t)
+/*
+ * The next symbol. With 0x100 set in what it returns, *v holds the value of the coefficient's
+ * extra bits (FUSED lookups), already taken; else the caller reads them.
+ */
+INLINE int decode(j_decompress_ptr c, struct phuff *e, struct bits *b, const struct htab *t, int *v)
 {
-    unsigned int v, l;
-    int s;
+    uint32_t x;
+    int l, s;
 
     if (b->nbits < 16)
         fill(c, e, b);
-    v = t->look[b->buf >> (64 - LOOK)];
-    l = v >> 8;
-    if (l != 0 && (int)l <= b->nbits) {
+    x = t->look[b->buf >> (64 - LOOK)];
+    l = (int)(x & 31);
+    if (l != 0 && l <= b->nbits) {
         b->buf <<= l;
-        b->nbits -= (int)l;
-        return (int)(v & 0xFF);
+        b->nbits -= l;
+        *v = (int32_t)x >> 16;
+        return (int)((x >> 8) & 0xFF) | (int)(x & FUSED) << 3;
     }
+    /* A long code, or the end of the data: bit by bit, as libjpeg, the code alone. */
     e->b = *b;
-    if (l == 0) {
-        s = decode_slow(c, e, t);
-    } else {
-        out_of_data(c, e);
-        e->b.buf <<= l;
-        e->b.nbits -= (int)l;
-        s = (int)(v & 0xFF);
-    }
+    s = decode_slow(c, e, t, l == 0 ? LOOK + 1 : 1);
     *b = e->b;
     return s;
 }
@@ -391,10 +414,12 @@ static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
             int ci = c->MCU_membership[blkn];
-            int s = decode(c, e, &b, e->dc[ci]);
+            int v = 0, s = decode(c, e, &b, e->dc[ci], &v);
             int last = e->last_dc[ci];
 
-            if (s != 0)
+            if (s & 0x100)
+                s = v;
+            else if (s != 0)
                 s = extend(get_bits(c, e, &b, s), s);
             if ((last >= 0 && s > INT_MAX - last) || (last < 0 && s < INT_MIN - last))
                 ERREXIT(c, JERR_BAD_DCT_COEF);
@@ -441,12 +466,13 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
 
             load(c, e, &b);
             for (k = c->Ss; k <= Se; k++) {
-                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15;
+                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15;
 
                 if (s != 0) {
                     k += r;
-                    s = extend(get_bits(c, e, &b, s), s);
-                    blk[natural[k]] = (JCOEF)(int)((unsigned int)s << Al);
+                    if (!(rs & 0x100))
+                        v = extend(get_bits(c, e, &b, s), s);
+                    blk[natural[k]] = (JCOEF)(int)((unsigned int)v << Al);
                 } else if (r == 15) {
                     k += 15;
                 } else {
@@ -537,14 +563,17 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         if (run == 0) {
             while (k <= Se) {
-                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15, v = 0, z;
+                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15, z;
                 uint64_t rest = band & from_bit(k), zeros, before;
 
                 if (s != 0) {
                     if (s != 1)
                         WARNMS(c, JWRN_HUFF_BAD_CODE);
-                    v = get_bits(c, e, &b, 1) ? p1 : -p1;
+                    if (!(rs & 0x100))
+                        v = (int)get_bits(c, e, &b, 1) * 2 - 1;
+                    v = (p1 ^ (v >> 31)) - (v >> 31); /* v * p1, v = 1 or -1. */
                 } else if (r != 15) {
+                    v = 0;
                     run = 1u << r;
                     if (r != 0)
                         run += get_bits(c, e, &b, r);
@@ -598,14 +627,14 @@ INLINE void apply(JCOEF *blk, uint64_t hits, int p1)
     }
 }
 
-/* v with its low n bits (n in 1..63) in reverse order, the others cleared. */
+/* v (below 2^n) with its low n bits (n in 0..63) in reverse order. */
 INLINE uint64_t reverse(uint64_t v, int n)
 {
     v = __builtin_bswap64(v);
     v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
     v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
     v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
-    return v >> (64 - n);
+    return v >> (63 - n) >> 1;
 }
 
 /*
@@ -616,11 +645,20 @@ TARGET_BMI2 static inline __attribute__((always_inline)) uint64_t
 take_hits(j_decompress_ptr c, struct phuff *e, struct bits *b, uint64_t todo)
 {
     uint64_t hits = 0;
+    int n = __builtin_popcountll(todo);
 
+    /* Mostly all at once, without a branch: n may be 0. */
+    if (n <= b->nbits) {
+        hits = _pdep_u64(reverse(b->buf >> (63 - n) >> 1, n), todo);
+        b->buf <<= n;
+        b->nbits -= n;
+        return hits;
+    }
     while (todo != 0) {
-        int n = __builtin_popcountll(todo), m;
+        int m;
         uint64_t part;
 
+        n = __builtin_popcountll(todo);
         if (b->nbits < n) {
             fill(c, e, b);
             if (b->nbits == 0)
@@ -659,14 +697,17 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         if (run == 0) {
             while (k <= Se) {
-                int rs = decode(c, e, &b, t), r = rs >> 4, s = rs & 15, v = 0, z;
+                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15, z;
                 uint64_t rest = band & from_bit(k), sel, before;
 
                 if (s != 0) {
                     if (s != 1)
                         WARNMS(c, JWRN_HUFF_BAD_CODE);
-                    v = get_bits(c, e, &b, 1) ? p1 : -p1;
+                    if (!(rs & 0x100))
+                        v = (int)get_bits(c, e, &b, 1) * 2 - 1;
+                    v = (p1 ^ (v >> 31)) - (v >> 31); /* v * p1, v = 1 or -1. */
                 } else if (r != 15) {
+                    v = 0;
                     run = 1u << r;
                     if (r != 0)
                         run += get_bits(c, e, &b, r);
@@ -729,9 +770,9 @@ static void setup_scan(j_decompress_ptr c)
 
         if (c->Ss == 0) {
             if (c->Ah == 0)
-                e->dc[ci] = make_table(c, e, 1, comp->dc_tbl_no);
+                e->dc[ci] = make_table(c, e, TAB_DC, comp->dc_tbl_no);
         } else {
-            e->ac = make_table(c, e, 0, comp->ac_tbl_no);
+            e->ac = make_table(c, e, c->Ah != 0 ? TAB_REFINE : TAB_AC, comp->ac_tbl_no);
         }
         e->last_dc[ci] = 0;
     }

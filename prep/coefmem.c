@@ -1,0 +1,150 @@
+/*
+ * coefmem.c - libjpeg's whole-image coefficient arrays in their own mappings (coefmem.h).
+ */
+#include "coefmem.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <jerror.h>
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* jpeglib.h declares this type and leaves it to the memory manager: this is ours. */
+struct jvirt_barray_control {
+    JBLOCKARRAY rows;     /* Row pointers, once realized. */
+    JDIMENSION nrows;     /* Rows in the array. */
+    JDIMENSION blocks;    /* Blocks per row. */
+    JDIMENSION maxaccess; /* Most rows accessed at once. */
+    void *map;            /* The mapping of an array of 2 MB or more, and its length. */
+    size_t maplen;
+    struct jvirt_barray_control *next;
+};
+
+static struct sophon__coefmem *state(j_common_ptr c)
+{
+    return c->client_data;
+}
+
+static jvirt_barray_ptr request(j_common_ptr c, int pool, boolean pre_zero, JDIMENSION blocks,
+                                JDIMENSION nrows, JDIMENSION maxaccess)
+{
+    struct sophon__coefmem *m = state(c);
+    struct jvirt_barray_control *a;
+
+    /* Fresh mappings read as zero: every array is pre-zeroed, asked or not. */
+    (void)pre_zero;
+    if (pool != JPOOL_IMAGE)
+        ERREXIT1(c, JERR_BAD_POOL_ID, pool);
+    a = (*c->mem->alloc_small)(c, JPOOL_IMAGE, sizeof(*a));
+    memset(a, 0, sizeof(*a));
+    a->blocks = blocks;
+    a->nrows = nrows;
+    a->maxaccess = maxaccess;
+    a->next = m->arrays;
+    m->arrays = a;
+    return a;
+}
+
+static void realize(j_common_ptr c)
+{
+    struct sophon__coefmem *m = state(c);
+    struct jvirt_barray_control *a;
+    size_t total = 0, row, len;
+    uint8_t *base;
+    JDIMENSION y;
+
+    for (a = m->arrays; a != NULL; a = a->next) {
+        if (a->rows != NULL)
+            continue;
+        row = (size_t)a->blocks * sizeof(JBLOCK);
+        if (a->nrows != 0 && row > (SIZE_MAX - HUGE_PAGE) / 2 / a->nrows)
+            ERREXIT1(c, JERR_OUT_OF_MEMORY, 11);
+        total += row * a->nrows;
+        if (total > SIZE_MAX / 2)
+            ERREXIT1(c, JERR_OUT_OF_MEMORY, 11);
+    }
+    /* libjpeg would need backing store (which this build does not have) past the budget. */
+    if (c->mem->max_memory_to_use != 0 && total > (size_t)c->mem->max_memory_to_use)
+        ERREXIT(c, JERR_NO_BACKING_STORE);
+
+    for (a = m->arrays; a != NULL; a = a->next) {
+        if (a->rows != NULL)
+            continue;
+        row = (size_t)a->blocks * sizeof(JBLOCK);
+        len = row * a->nrows;
+        a->rows = (*c->mem->alloc_small)(c, JPOOL_IMAGE, (a->nrows + 1) * sizeof(JBLOCKROW));
+        if (len < HUGE_PAGE) {
+            /* Small: from the pool (malloc reuses freed memory, zeroing it is cheap). */
+            base = (*c->mem->alloc_large)(c, JPOOL_IMAGE, len + 1);
+            memset(base, 0, len);
+        } else {
+            /* A spare huge page, to start the array on a huge-page boundary. */
+            a->maplen = len + HUGE_PAGE;
+            a->map =
+                mmap(NULL, a->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (a->map == MAP_FAILED) {
+                a->map = NULL;
+                ERREXIT1(c, JERR_OUT_OF_MEMORY, 12);
+            }
+            base = (uint8_t *)a->map + (HUGE_PAGE - (uintptr_t)a->map % HUGE_PAGE) % HUGE_PAGE;
+#ifdef MADV_HUGEPAGE
+            (void)madvise(base, len, MADV_HUGEPAGE);
+#endif
+        }
+        for (y = 0; y < a->nrows; y++)
+            a->rows[y] = (JBLOCKROW)(void *)(base + y * row);
+    }
+    (*m->realize)(c); /* The sample arrays, if any. */
+}
+
+static JBLOCKARRAY access_rows(j_common_ptr c, jvirt_barray_ptr a, JDIMENSION start, JDIMENSION n,
+                               boolean writable)
+{
+    (void)writable;
+    if (a->rows == NULL || start > a->nrows || n > a->nrows - start || n > a->maxaccess)
+        ERREXIT(c, JERR_BAD_VIRTUAL_ACCESS);
+    return a->rows + start;
+}
+
+static void unmap_all(struct sophon__coefmem *m)
+{
+    struct jvirt_barray_control *a;
+
+    for (a = m->arrays; a != NULL; a = a->next)
+        if (a->map != NULL)
+            munmap(a->map, a->maplen);
+    m->arrays = NULL;
+}
+
+static void free_pool(j_common_ptr c, int pool)
+{
+    struct sophon__coefmem *m = state(c);
+
+    if (pool == JPOOL_IMAGE)
+        unmap_all(m);
+    (*m->free_pool)(c, pool);
+}
+
+static void self_destruct(j_common_ptr c)
+{
+    struct sophon__coefmem *m = state(c);
+
+    unmap_all(m);
+    (*m->self_destruct)(c);
+}
+
+void sophon__coefmem_install(j_common_ptr c, struct sophon__coefmem *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->realize = c->mem->realize_virt_arrays;
+    m->free_pool = c->mem->free_pool;
+    m->self_destruct = c->mem->self_destruct;
+    c->client_data = m;
+    c->mem->request_virt_barray = request;
+    c->mem->realize_virt_arrays = realize;
+    c->mem->access_virt_barray = access_rows;
+    c->mem->free_pool = free_pool;
+    c->mem->self_destruct = self_destruct;
+}

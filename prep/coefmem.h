@@ -1,0 +1,39 @@
+/*
+ * coefmem.h - libjpeg's whole-image coefficient arrays in their own mappings.
+ *
+ * A progressive decode keeps every coefficient of the image (128 bytes per block) in libjpeg's
+ * virtual block arrays. libjpeg gets them from malloc and zeroes them; with glibc, arrays of a
+ * few MB come from fresh pages on every image, and a quarter of the decode of a 2 MP
+ * progressive photo went to page faults and zeroing. Here each array of 2 MB or more is one
+ * anonymous mapping, zero already, with transparent huge pages asked for (madvise): a few
+ * faults instead of one per 4 KB, and fewer TLB misses while the scans are decoded. Smaller
+ * arrays come from libjpeg's pool, zeroed, as before.
+ *
+ * It replaces the block-array methods of cinfo->mem (request_virt_barray, realize_virt_arrays,
+ * access_virt_barray, and free_pool / self_destruct to unmap); sample arrays stay libjpeg's.
+ * Every array is held in memory whole, as libjpeg's own manager does when max_memory_to_use
+ * allows; arrays that do not fit in max_memory_to_use fail with JERR_NO_BACKING_STORE, as
+ * there. Uses cinfo->client_data.
+ */
+#ifndef SOPHON_PREP_COEFMEM_H
+#define SOPHON_PREP_COEFMEM_H
+
+#include <stddef.h>
+#include <stdio.h> /* jpeglib.h needs FILE and size_t first. */
+
+#include <jpeglib.h>
+
+struct sophon__coefmem {
+    struct jvirt_barray_control *arrays; /* Requested in the JPOOL_IMAGE pool, newest first. */
+    void (*realize)(j_common_ptr);
+    void (*free_pool)(j_common_ptr, int);
+    void (*self_destruct)(j_common_ptr);
+};
+
+/*
+ * sophon__coefmem_install - route cinfo's block arrays through m, which must outlive cinfo
+ * (until jpeg_destroy). Call right after jpeg_create_decompress.
+ */
+void sophon__coefmem_install(j_common_ptr cinfo, struct sophon__coefmem *m);
+
+#endif /* SOPHON_PREP_COEFMEM_H */
