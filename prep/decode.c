@@ -11,6 +11,7 @@
 #include "cut.h"
 #include "jpeg_guard.h"
 #include "markers.h"
+#include "phuff.h"
 
 /* Everything a longjmp must not lose: reached through a pointer, never a changed local. */
 struct decode_state {
@@ -199,7 +200,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     uint32_t imcu_w, imcu_h, margin, first, y;
     JDIMENSION xoff, cw, x1;
     uint64_t pixels, line_bytes;
-    int rc;
+    int rc, huffman;
 
     memset(&rg, 0, sizeof(rg));
     sophon__jpeg_init(&s->j, lim);
@@ -250,9 +251,15 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         check_region(&s->j, &rg);
     }
 
-    s->j.fast_huffman =
-        c->progressive_mode && !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
+    /*
+     * phuff.h's Huffman decoder takes over before the first MCU is read: in the first progress
+     * callback of jpeg_start_decompress when it reads every scan first, else right after it.
+     */
+    huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
+    s->j.fast_huffman = huffman && jpeg_has_multiple_scans(c);
     jpeg_start_decompress(c);
+    if (huffman && !jpeg_has_multiple_scans(c))
+        sophon__phuff_install(c, 0);
     if (c->output_components != 3 &&
         !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
         !(c->out_color_space == JCS_CMYK && c->output_components == 4))

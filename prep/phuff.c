@@ -100,6 +100,10 @@ struct phuff {
     /* zz[r][b]: the zigzag-order bits of the coefficients 8r..8r+7 flagged in b. */
     uint64_t (*zz)[256];
     int bmi2; /* Refinement scans use ac_refine_bmi2. */
+    /* Sequential scans (jdhuff.c's decode_mcu): each block's tables, and whether its DC and AC
+     * values are wanted (not the AC values of a component scaled to 1/8). */
+    const struct htab *dct[D_MAX_BLOCKS_IN_MCU], *act[D_MAX_BLOCKS_IN_MCU];
+    uint8_t dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
 };
 
 /* Zigzag index -> natural index, with libjpeg's padding for runs past the end. */
@@ -824,15 +828,104 @@ static void start_pass(j_decompress_ptr c)
     setup_scan(c);
 }
 
+/*
+ * A sequential (baseline or extended) MCU, as jdhuff.c's decode_mcu_slow decodes it: bad codes
+ * warn (libjpeg-turbo's fast path takes them as symbol 0 without a word; the coefficients are the
+ * same either way). MCU_data NULL (jpeg_skip_scanlines) decodes and drops.
+ */
+static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    struct bits b;
+    int blkn;
+
+    mcu_start(c, e);
+    if (!e->pub.insufficient_data) {
+        load(c, e, &b);
+        for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
+            JCOEF *blk = mcu != NULL ? mcu[blkn][0] : NULL;
+            const struct htab *t = e->act[blkn];
+            int v = 0, s = decode(c, e, &b, e->dct[blkn], &v), k;
+
+            if (!(s & 0x100))
+                v = s != 0 ? extend(get_bits(c, e, &b, s), s) : 0;
+            if (e->dc_needed[blkn]) {
+                int ci = c->MCU_membership[blkn];
+
+                /* libjpeg lets a corrupt file's DC sum wrap around. */
+                e->last_dc[ci] = (int)((unsigned int)e->last_dc[ci] + (unsigned int)v);
+                if (blk != NULL)
+                    blk[0] = (JCOEF)e->last_dc[ci];
+            }
+            if (!e->ac_needed[blkn])
+                blk = NULL;
+            for (k = 1; k < DCTSIZE2; k++) {
+                int rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15;
+
+                s = rs & 15;
+                if (s != 0) {
+                    k += r;
+                    if (!(rs & 0x100))
+                        v = extend(get_bits(c, e, &b, s), s);
+                    if (blk != NULL)
+                        blk[natural[k]] = (JCOEF)v;
+                } else if (r == 15) {
+                    k += 15;
+                } else {
+                    break;
+                }
+            }
+        }
+        save(c, e, &b);
+    }
+    mcu_end(c, e);
+    return TRUE;
+}
+
+/* start_pass_huff_decoder: tables, and per block of the MCU, which tables and what is needed. */
+static void seq_setup(j_decompress_ptr c)
+{
+    struct phuff *e = (struct phuff *)c->entropy;
+    int ci, blkn;
+
+    for (ci = 0; ci < c->comps_in_scan; ci++) {
+        make_table(c, e, TAB_DC, c->cur_comp_info[ci]->dc_tbl_no);
+        make_table(c, e, TAB_AC, c->cur_comp_info[ci]->ac_tbl_no);
+        e->last_dc[ci] = 0;
+    }
+    for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
+        jpeg_component_info *comp = c->cur_comp_info[c->MCU_membership[blkn]];
+
+        e->dct[blkn] = e->tabs[0][comp->dc_tbl_no];
+        e->act[blkn] = e->tabs[1][comp->ac_tbl_no];
+        e->dc_needed[blkn] = comp->component_needed != 0;
+        e->ac_needed[blkn] = comp->component_needed && comp->DCT_scaled_size > 1;
+    }
+    e->pub.decode_mcu = seq_decode;
+    e->b.buf = 0;
+    e->b.nbits = 0;
+    e->pub.insufficient_data = FALSE;
+    e->eobrun = 0;
+    e->restarts_to_go = c->restart_interval;
+}
+
+static void seq_start_pass(j_decompress_ptr c)
+{
+    /* A warning in libjpeg: some baseline files out there have zeroes in these bytes. */
+    if (c->Ss != 0 || c->Se != DCTSIZE2 - 1 || c->Ah != 0 || c->Al != 0)
+        WARNMS(c, JWRN_NOT_SEQUENTIAL);
+    seq_setup(c);
+}
+
 int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
 {
     struct phuff *e;
 
-    if (!c->progressive_mode || c->arith_code || c->coef_bits == NULL)
+    if (c->arith_code || (c->progressive_mode && c->coef_bits == NULL))
         return 0;
     e = pool_alloc(c, sizeof(*e));
     memset(e, 0, sizeof(*e));
-    e->pub.start_pass = start_pass;
+    e->pub.start_pass = c->progressive_mode ? start_pass : seq_start_pass;
 #if HAVE_BMI2
     /* pdep is microcoded, and slow, on AMD before Zen 3. */
     e->bmi2 = !(flags & SOPHON__PHUFF_PORTABLE) && __builtin_cpu_supports("bmi2") &&
@@ -842,8 +935,11 @@ int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
     (void)flags;
 #endif
     c->entropy = &e->pub;
-    /* libjpeg has checked the first scan and recorded its progression: only set it up. */
-    setup_scan(c);
+    /* libjpeg has checked the first scan (and recorded its progression): only set it up. */
+    if (c->progressive_mode)
+        setup_scan(c);
+    else
+        seq_setup(c);
     return 1;
 }
 

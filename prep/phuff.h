@@ -1,12 +1,14 @@
 /*
- * phuff.h - progressive Huffman decoding for libjpeg-turbo 2.1, faster than its jdphuff.c.
+ * phuff.h - Huffman decoding for libjpeg-turbo 2.1, faster than its jdphuff.c and jdhuff.c.
  *
- * On progressive photos of a megapixel and more, 85-90% of a decode is jdphuff.c working
- * through the scans bit by bit. This decoder produces the same coefficients, updates libjpeg's
+ * On progressive photos of a megapixel and more, 85-90% of a decode was jdphuff.c working
+ * through the scans bit by bit; on large baseline photos, 90% was jdhuff.c. This decoder, for
+ * progressive and sequential scans alike, produces the same coefficients, updates libjpeg's
  * progression state (coef_bits, read by block smoothing) the same way and reports the same
  * corrupt data through the same warnings, faster:
  * - it reads the entropy-coded data 8 bytes at a time where they hold no 0xFF;
- * - it decodes Huffman codes of up to 10 bits with one table lookup;
+ * - it decodes Huffman codes of up to 10 bits with one table lookup, together with the
+ *   coefficient's extra bits when they fit in the 10;
  * - in successive-approximation AC refinement scans (most of a progressive file's bits), it
  *   finds the nonzero coefficients of a block with one mask (SSE2) and jumps over zero runs
  *   with bit operations, instead of visiting the 63 coefficients one by one; where the CPU has
@@ -14,14 +16,18 @@
  *
  * It takes the place of libjpeg's entropy module (struct jpeg_entropy_decoder, whose layout
  * libjpeg-turbo 2.1's jpegint.h gives) once jpeg_start_decompress has set libjpeg up and before
- * it reads the first scan: libjpeg then calls it for every MCU and scan as it would its own.
+ * it reads the first MCU: libjpeg then calls it for every MCU and scan as it would its own
+ * (with MCU_data NULL where jpeg_skip_scanlines only needs the data passed over).
  * Built against another libjpeg (where that layout or the progression bookkeeping may differ),
  * sophon__phuff_install does nothing and libjpeg decodes on its own.
  *
- * Known difference: junk bytes after the last bits a scan needs are noticed by libjpeg
- * (JWRN_EXTRANEOUS_DATA) only when its byte-at-a-time reader happens not to have buffered them;
- * this reader buffers more eagerly, so it notices such junk in fewer cases. The coefficients, and
- * so the pixels, are the same either way: the junk is never decoded.
+ * Known differences, neither of which changes a coefficient:
+ * - In sequential scans, libjpeg-turbo decodes most MCUs on a fast path that takes a bad Huffman
+ *   code (17 bits without a match) for symbol 0 without a warning; its slow path, and this
+ *   decoder, warn JWRN_HUFF_BAD_CODE, which sophon refuses as corrupt data.
+ * - Junk bytes after the last bits a scan needs are noticed by libjpeg (JWRN_EXTRANEOUS_DATA)
+ *   only when its byte-at-a-time reader happens not to have buffered them; this reader buffers
+ *   more eagerly, so it notices such junk in fewer cases. The junk is never decoded.
  */
 #ifndef SOPHON_PREP_PHUFF_H
 #define SOPHON_PREP_PHUFF_H
@@ -31,15 +37,16 @@
 
 #include <jpeglib.h>
 
-/* 1 if this build can replace libjpeg's progressive Huffman decoder, else 0. */
+/* 1 if this build can replace libjpeg's Huffman decoders, else 0. */
 int sophon__phuff_supported(void);
 
 /*
- * sophon__phuff_install - replace cinfo's progressive Huffman decoder with this one. Call it
- * from the first progress-monitor callback of jpeg_start_decompress (libjpeg has then set up its
- * modules and the first scan's progression state, and read no entropy-coded data yet), only for
- * a progressive, Huffman-coded image. Its memory comes from cinfo's JPOOL_IMAGE pool. Errors go
- * through cinfo->err like libjpeg's own. Returns 1 if installed, 0 if not supported here.
+ * sophon__phuff_install - replace cinfo's Huffman decoder with this one, once libjpeg has set up
+ * its modules and the first scan and before it reads any entropy-coded data: in the first
+ * progress-monitor callback of jpeg_start_decompress (or jpeg_read_coefficients) when
+ * jpeg_has_multiple_scans, else right after jpeg_start_decompress. Not for arithmetic coding.
+ * Its memory comes from cinfo's JPOOL_IMAGE pool. Errors go through cinfo->err like libjpeg's
+ * own. Returns 1 if installed, 0 if not supported here.
  */
 int sophon__phuff_install(j_decompress_ptr cinfo, unsigned int flags);
 

@@ -10,11 +10,11 @@ pillow_ref.py batch on the same cases and compares the streams byte by byte.
 Prints: images, cases, cases compared, differing cases and bytes (must be 0), and refusals.
 Exit status 1 if any byte differs or ours produced output where Pillow refused.
 
---reference whole compares the progressive files of the list with prep_tool batch --whole-file
-instead (the decode of every scan over the whole image that the progressive cut replaces, by
-libjpeg's own progressive Huffman decoder that prep/phuff.c replaces), in
-exact and fast mode, with more boxes at and near the bottom and at every fast scale. There the
-two must agree on every case, refusals and their errno included.
+--reference whole compares the JPEGs of the list with prep_tool batch --whole-file instead: the
+decode of every scan over the whole image that the progressive cut replaces, by libjpeg's own
+Huffman decoders that prep/phuff.c replaces. Exact and fast mode; progressive files get more
+boxes, at and near the bottom and at every fast scale. There the two must agree on every case,
+refusals and their errno included.
 """
 import argparse
 import collections
@@ -120,12 +120,16 @@ def main():
         try:
             with Image.open(p) as im:
                 w, h = im.size
-                progressive = im.format == 'JPEG' and bool(im.info.get('progressive'))
+                jpeg = im.format == 'JPEG'
+                progressive = jpeg and bool(im.info.get('progressive'))
         except Exception:
-            w, h, progressive = 1, 1, False  # Let both pipelines refuse it.
+            w, h, jpeg, progressive = 1, 1, False, False  # Let both pipelines refuse it.
         if whole:
             if progressive:
                 lines += cut_cases_for(rng, p, w, h, args.cases)
+            elif jpeg:
+                lines += ['%s %d' % (line, fast) for line in cases_for(rng, p, w, h, args.cases)
+                          for fast in (0, 1)]
         else:
             lines += cases_for(rng, p, w, h, args.cases)
     os.makedirs(args.log, exist_ok=True)
