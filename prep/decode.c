@@ -11,7 +11,7 @@
 #include "cut.h"
 #include "jpeg_guard.h"
 #include "markers.h"
-#include "phuff.h"
+#include "huffman.h"
 
 /* Everything a longjmp must not lose: reached through a pointer, never a changed local. */
 struct decode_state {
@@ -252,14 +252,14 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     }
 
     /*
-     * phuff.h's Huffman decoder takes over before the first MCU is read: in the first progress
+     * huffman.h's Huffman decoder takes over before the first MCU is read: in the first progress
      * callback of jpeg_start_decompress when it reads every scan first, else right after it.
      */
     huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
     s->j.fast_huffman = huffman && jpeg_has_multiple_scans(c);
     jpeg_start_decompress(c);
     if (huffman && !jpeg_has_multiple_scans(c))
-        sophon__phuff_install(c, 0);
+        sophon__huffman_install(c, 0);
     if (c->output_components != 3 &&
         !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
         !(c->out_color_space == JCS_CMYK && c->output_components == 4))

@@ -45,8 +45,8 @@ struct sophon__decode_cb {
  */
 #define SOPHON__DECODE_WHOLE_FILE 2u
 /*
- * Let libjpeg's own progressive Huffman decoder (jdphuff.c) read the scans, not phuff.h's: the
- * reference the tests hold phuff.h to. The same bytes either way.
+ * Let libjpeg's own Huffman decoders (jdhuff.c, jdphuff.c) read the scans, not huffman.h's: the
+ * reference the tests hold huffman.h to. The same bytes either way.
  */
 #define SOPHON__DECODE_LIBJPEG_HUFFMAN 4u
 

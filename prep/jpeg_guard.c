@@ -10,7 +10,7 @@
 
 #include <jerror.h>
 
-#include "phuff.h"
+#include "huffman.h"
 
 void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -116,7 +116,7 @@ static void on_progress(j_common_ptr cinfo)
     /* The first call is in jpeg_start_decompress, before the first scan is read. */
     if (j->fast_huffman) {
         j->fast_huffman = 0;
-        sophon__phuff_install(&j->cinfo, 0);
+        sophon__huffman_install(&j->cinfo, 0);
     }
 }
 

@@ -46,7 +46,7 @@ struct sophon__jpeg {
      * stay fatal.
      */
     int allow_scan_tails;
-    /* 1: at the first progress callback, put phuff.h's decoder in place of libjpeg's. */
+    /* 1: at the first progress callback, put huffman.h's decoder in place of libjpeg's. */
     int fast_huffman;
     char msg[JMSG_LENGTH_MAX + 64];
 };

@@ -10,7 +10,7 @@
  *       the stream gets a little-endian int32 status (0 or -errno) then, on success, the
  *       OUT_W * OUT_H * 3 output bytes. The format pillow_ref.py batch writes too.
  *       --whole-file decodes progressive files as stored instead of cut to the box, and every
- *       file with libjpeg's own Huffman decoders instead of phuff.h's (the reference both are
+ *       file with libjpeg's own Huffman decoders instead of huffman.h's (the reference both are
  *       compared with: compare.py --reference whole).
  */
 #include <errno.h>

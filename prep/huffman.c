@@ -1,5 +1,5 @@
 /*
- * phuff.c - progressive Huffman decoding for libjpeg-turbo 2.1 (phuff.h).
+ * huffman.c - Huffman decoding for libjpeg-turbo 2.1, progressive and sequential (huffman.h).
  *
  * The decoding rules are those of ITU T.81 (G.1.2), with libjpeg's handling of what the
  * standard leaves open, which decides the coefficients of odd files and so must be the same:
@@ -13,7 +13,7 @@
  * - inconsistent progressions warn JWRN_BOGUS_PROGRESSION; impossible scan parameters are
  *   JERR_BAD_PROGRESSION; tables that are not prefix codes, JERR_BAD_HUFF_TABLE.
  */
-#include "phuff.h"
+#include "huffman.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -30,17 +30,17 @@
 
 #if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2001000 &&            \
     LIBJPEG_TURBO_VERSION_NUMBER < 2002000
-#define PHUFF_SUPPORTED 1
+#define HUFFMAN_SUPPORTED 1
 #else
-#define PHUFF_SUPPORTED 0
+#define HUFFMAN_SUPPORTED 0
 #endif
 
-int sophon__phuff_supported(void)
+int sophon__huffman_supported(void)
 {
-    return PHUFF_SUPPORTED;
+    return HUFFMAN_SUPPORTED;
 }
 
-#if PHUFF_SUPPORTED
+#if HUFFMAN_SUPPORTED
 
 /* libjpeg-turbo 2.1's jpegint.h: the entropy decoder and marker reader modules. */
 struct jpeg_entropy_decoder {
@@ -88,7 +88,7 @@ struct bits {
     const uint8_t *p, *end;
 };
 
-struct phuff {
+struct decoder {
     struct jpeg_entropy_decoder pub; /* First member: cinfo->entropy points here. */
     struct bits b; /* The bit reader, between MCUs and for the out-of-line paths. */
     unsigned int eobrun;
@@ -129,7 +129,7 @@ static inline __attribute__((always_inline)) int extend(unsigned int x, int n)
 }
 
 /* jpeg_make_d_derived_tbl's checks, then this decoder's tables for a scan of the mode. */
-static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int mode, int tblno)
+static const struct htab *make_table(j_decompress_ptr c, struct decoder *e, int mode, int tblno)
 {
     int dc = mode == TAB_DC;
     uint8_t size[257];
@@ -215,7 +215,7 @@ static const struct htab *make_table(j_decompress_ptr c, struct phuff *e, int mo
  * The decoders keep the bit reader in a local struct bits that only always-inline functions
  * see, so that it lives in registers; the out-of-line paths work on e->b, between save and load.
  */
-INLINE void load(j_decompress_ptr c, const struct phuff *e, struct bits *b)
+INLINE void load(j_decompress_ptr c, const struct decoder *e, struct bits *b)
 {
     b->buf = e->b.buf;
     b->nbits = e->b.nbits;
@@ -223,7 +223,7 @@ INLINE void load(j_decompress_ptr c, const struct phuff *e, struct bits *b)
     b->end = b->p + c->src->bytes_in_buffer;
 }
 
-INLINE void save(j_decompress_ptr c, struct phuff *e, const struct bits *b)
+INLINE void save(j_decompress_ptr c, struct decoder *e, const struct bits *b)
 {
     e->b = *b;
     c->src->next_input_byte = b->p;
@@ -247,7 +247,7 @@ static int next_byte(j_decompress_ptr c, struct bits *b)
 }
 
 /* Fill e->b to more than 56 bits, or up to the marker that ends the data. */
-static void fill_slow(j_decompress_ptr c, struct phuff *e)
+static void fill_slow(j_decompress_ptr c, struct decoder *e)
 {
     struct bits *b = &e->b;
 
@@ -270,7 +270,7 @@ static void fill_slow(j_decompress_ptr c, struct phuff *e)
 }
 
 /* Past the data: warn once per segment, as libjpeg does, and read zero bits from then on. */
-static void out_of_data(j_decompress_ptr c, struct phuff *e)
+static void out_of_data(j_decompress_ptr c, struct decoder *e)
 {
     if (!e->pub.insufficient_data) {
         WARNMS(c, JWRN_HIT_MARKER);
@@ -280,7 +280,7 @@ static void out_of_data(j_decompress_ptr c, struct phuff *e)
 }
 
 /* Up to 63 bits (64 only past a marker). */
-INLINE void fill(j_decompress_ptr c, struct phuff *e, struct bits *b)
+INLINE void fill(j_decompress_ptr c, struct decoder *e, struct bits *b)
 {
     if (b->end - b->p >= 8 && c->unread_marker == 0) {
         uint64_t w;
@@ -301,7 +301,7 @@ INLINE void fill(j_decompress_ptr c, struct phuff *e, struct bits *b)
     *b = e->b;
 }
 
-INLINE void need(j_decompress_ptr c, struct phuff *e, struct bits *b, int n)
+INLINE void need(j_decompress_ptr c, struct decoder *e, struct bits *b, int n)
 {
     if (b->nbits < n) {
         fill(c, e, b);
@@ -314,7 +314,7 @@ INLINE void need(j_decompress_ptr c, struct phuff *e, struct bits *b, int n)
 }
 
 /* n in 1..16. */
-INLINE unsigned int get_bits(j_decompress_ptr c, struct phuff *e, struct bits *b, int n)
+INLINE unsigned int get_bits(j_decompress_ptr c, struct decoder *e, struct bits *b, int n)
 {
     unsigned int v;
 
@@ -326,7 +326,7 @@ INLINE unsigned int get_bits(j_decompress_ptr c, struct phuff *e, struct bits *b
 }
 
 /* A code of at least `from` bits (or none), from e->b filled as far as it goes. */
-static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t, int from)
+static int decode_slow(j_decompress_ptr c, struct decoder *e, const struct htab *t, int from)
 {
     struct bits *b = &e->b;
     uint32_t w;
@@ -357,7 +357,8 @@ static int decode_slow(j_decompress_ptr c, struct phuff *e, const struct htab *t
  * The next symbol. With 0x100 set in what it returns, *v holds the value of the coefficient's
  * extra bits (FUSED lookups), already taken; else the caller reads them.
  */
-INLINE int decode(j_decompress_ptr c, struct phuff *e, struct bits *b, const struct htab *t, int *v)
+INLINE int decode(j_decompress_ptr c, struct decoder *e, struct bits *b, const struct htab *t,
+                  int *v)
 {
     uint32_t x;
     int l, s;
@@ -380,7 +381,7 @@ INLINE int decode(j_decompress_ptr c, struct phuff *e, struct bits *b, const str
 }
 
 /* process_restart in jdphuff.c: at the start of every restart interval but the first. */
-static void restart(j_decompress_ptr c, struct phuff *e)
+static void restart(j_decompress_ptr c, struct decoder *e)
 {
     c->marker->discarded_bytes += (unsigned int)(e->b.nbits < 64 ? e->b.nbits / 8 : 0);
     e->b.buf = 0;
@@ -395,13 +396,13 @@ static void restart(j_decompress_ptr c, struct phuff *e)
         e->pub.insufficient_data = FALSE;
 }
 
-INLINE void mcu_start(j_decompress_ptr c, struct phuff *e)
+INLINE void mcu_start(j_decompress_ptr c, struct decoder *e)
 {
     if (c->restart_interval != 0 && e->restarts_to_go == 0)
         restart(c, e);
 }
 
-INLINE void mcu_end(j_decompress_ptr c, struct phuff *e)
+INLINE void mcu_end(j_decompress_ptr c, struct decoder *e)
 {
     if (c->restart_interval != 0)
         e->restarts_to_go--;
@@ -409,7 +410,7 @@ INLINE void mcu_end(j_decompress_ptr c, struct phuff *e)
 
 static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
     int blkn;
 
@@ -439,7 +440,7 @@ static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
 
 static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
     int blkn;
 
@@ -456,7 +457,7 @@ static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
 
 static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
 
     mcu_start(c, e);
@@ -496,7 +497,7 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
 }
 
 /* The zigzag-order mask of blk's nonzero coefficients. */
-INLINE uint64_t nonzero(const struct phuff *e, const JCOEF *blk)
+INLINE uint64_t nonzero(const struct decoder *e, const JCOEF *blk)
 {
     uint64_t nat = 0, zz;
     int r;
@@ -524,8 +525,8 @@ INLINE uint64_t nonzero(const struct phuff *e, const JCOEF *blk)
  * A refinement scan's correction bits, one for each nonzero coefficient in todo (zigzag bits),
  * in order: a 1 adds the scan's bit to the magnitude, unless it is there already.
  */
-INLINE void correct(j_decompress_ptr c, struct phuff *e, struct bits *b, JCOEF *blk, uint64_t todo,
-                    int p1)
+INLINE void correct(j_decompress_ptr c, struct decoder *e, struct bits *b, JCOEF *blk,
+                    uint64_t todo, int p1)
 {
     while (todo != 0) {
         JCOEF *x;
@@ -552,7 +553,7 @@ INLINE uint64_t from_bit(int from)
 
 static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
 
     mcu_start(c, e);
@@ -646,7 +647,7 @@ INLINE uint64_t reverse(uint64_t v, int n)
  * the coefficients whose bit is 1. pdep puts the i-th bit read on the i-th lowest of todo.
  */
 TARGET_BMI2 static inline __attribute__((always_inline)) uint64_t
-take_hits(j_decompress_ptr c, struct phuff *e, struct bits *b, uint64_t todo)
+take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
 {
     uint64_t hits = 0;
     int n = __builtin_popcountll(todo);
@@ -686,7 +687,7 @@ take_hits(j_decompress_ptr c, struct phuff *e, struct bits *b, uint64_t todo)
  */
 TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
 
     mcu_start(c, e);
@@ -756,7 +757,7 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
 /* Set the current scan up: tables, decoder, and fresh bit reader and predictions. */
 static void setup_scan(j_decompress_ptr c)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     int ci, r, v;
 
     if (c->Ah == 0)
@@ -835,7 +836,7 @@ static void start_pass(j_decompress_ptr c)
  */
 static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
     int blkn;
 
@@ -885,7 +886,7 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
 /* start_pass_huff_decoder: tables, and per block of the MCU, which tables and what is needed. */
 static void seq_setup(j_decompress_ptr c)
 {
-    struct phuff *e = (struct phuff *)c->entropy;
+    struct decoder *e = (struct decoder *)c->entropy;
     int ci, blkn;
 
     for (ci = 0; ci < c->comps_in_scan; ci++) {
@@ -917,9 +918,9 @@ static void seq_start_pass(j_decompress_ptr c)
     seq_setup(c);
 }
 
-int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
+int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
 {
-    struct phuff *e;
+    struct decoder *e;
 
     if (c->arith_code || (c->progressive_mode && c->coef_bits == NULL))
         return 0;
@@ -928,7 +929,7 @@ int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
     e->pub.start_pass = c->progressive_mode ? start_pass : seq_start_pass;
 #if HAVE_BMI2
     /* pdep is microcoded, and slow, on AMD before Zen 3. */
-    e->bmi2 = !(flags & SOPHON__PHUFF_PORTABLE) && __builtin_cpu_supports("bmi2") &&
+    e->bmi2 = !(flags & SOPHON__HUFFMAN_PORTABLE) && __builtin_cpu_supports("bmi2") &&
               __builtin_cpu_supports("popcnt") && !__builtin_cpu_is("znver1") &&
               !__builtin_cpu_is("znver2");
 #else
@@ -943,9 +944,9 @@ int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
     return 1;
 }
 
-#else /* !PHUFF_SUPPORTED */
+#else /* !HUFFMAN_SUPPORTED */
 
-int sophon__phuff_install(j_decompress_ptr c, unsigned int flags)
+int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
 {
     (void)c;
     (void)flags;

@@ -1,12 +1,12 @@
 /*
- * fuzz_phuff.c - differential libFuzzer target: phuff.h's Huffman decoders against
+ * fuzz_huffman.c - differential libFuzzer target: huffman.h's Huffman decoders against
  * libjpeg-turbo's own (jdphuff.c, jdhuff.c).
  *
  * Input: a JPEG. It is read to coefficients (jpeg_read_coefficients) twice, once by each
  * decoder, with warnings allowed (so that the zero-filling of corrupt data is compared too).
  * The two must fail alike (both with an error, or neither), and when neither fails every
  * coefficient and every progression state (coef_bits, which block smoothing reads) must be
- * equal, and so must the warnings, except JWRN_EXTRANEOUS_DATA (phuff.h says why) and, in
+ * equal, and so must the warnings, except JWRN_EXTRANEOUS_DATA (huffman.h says why) and, in
  * sequential files, bad Huffman codes that libjpeg-turbo's fast path passes over silently.
  * A mismatch aborts. Images over 1 megapixel are skipped to keep runs short.
  */
@@ -19,7 +19,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
-#include "phuff.h"
+#include "huffman.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,7 +27,7 @@ struct run {
     struct jpeg_error_mgr pub; /* First member: cinfo.err points here. */
     struct jpeg_progress_mgr progress;
     jmp_buf jump;
-    int ours;      /* Install phuff.h's decoder at the first progress callback: 1 + flags. */
+    int ours;      /* Install huffman.h's decoder at the first progress callback: 1 + flags. */
     int installed; /* It was installed. */
     int warnings;  /* Warnings other than JWRN_EXTRANEOUS_DATA and JWRN_HUFF_BAD_CODE. */
     int bad_codes; /* JWRN_HUFF_BAD_CODE warnings. */
@@ -56,7 +56,7 @@ static void on_progress(j_common_ptr c)
     struct run *r = (struct run *)c->err;
 
     if (r->ours && !r->installed && c->is_decompressor)
-        r->installed = sophon__phuff_install((j_decompress_ptr)c, (unsigned int)r->ours - 1);
+        r->installed = sophon__huffman_install((j_decompress_ptr)c, (unsigned int)r->ours - 1);
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -118,26 +118,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct run theirs, ours;
     unsigned int flags;
 
-    if (size == 0 || !sophon__phuff_supported())
+    if (size == 0 || !sophon__huffman_supported())
         return 0;
     memset(&theirs, 0, sizeof(theirs));
     run(&theirs, data, size);
     /* This CPU's decoder, then the portable one. */
-    for (flags = 0; flags <= SOPHON__PHUFF_PORTABLE; flags += SOPHON__PHUFF_PORTABLE) {
+    for (flags = 0; flags <= SOPHON__HUFFMAN_PORTABLE; flags += SOPHON__HUFFMAN_PORTABLE) {
         memset(&ours, 0, sizeof(ours));
         ours.ours = 1 + (int)flags;
         run(&ours, data, size);
         /* libjpeg-turbo's fast path for sequential scans takes a bad code for symbol 0 without
-         * a warning; its slow path, and phuff.h, warn. */
+         * a warning; its slow path, and huffman.h, warn. */
         if (theirs.failed != ours.failed ||
             (!theirs.failed && (theirs.hash != ours.hash || theirs.warnings != ours.warnings ||
                                 (theirs.progressive ? theirs.bad_codes != ours.bad_codes
                                                     : theirs.bad_codes > ours.bad_codes)))) {
-            fprintf(stderr,
-                    "phuff (flags %u) differs from libjpeg: failed %d/%d, hash %016llx/%016llx, "
-                    "warnings %d/%d (libjpeg/ours, installed %d)\n",
-                    flags, theirs.failed, ours.failed, (unsigned long long)theirs.hash,
-                    (unsigned long long)ours.hash, theirs.warnings, ours.warnings, ours.installed);
+            fprintf(
+                stderr,
+                "huffman.c (flags %u) differs from libjpeg: failed %d/%d, hash %016llx/%016llx, "
+                "warnings %d/%d (libjpeg/ours, installed %d)\n",
+                flags, theirs.failed, ours.failed, (unsigned long long)theirs.hash,
+                (unsigned long long)ours.hash, theirs.warnings, ours.warnings, ours.installed);
             abort();
         }
     }

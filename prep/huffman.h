@@ -1,5 +1,5 @@
 /*
- * phuff.h - Huffman decoding for libjpeg-turbo 2.1, faster than its jdphuff.c and jdhuff.c.
+ * huffman.h - Huffman decoding for libjpeg-turbo 2.1, faster than its jdphuff.c and jdhuff.c.
  *
  * On progressive photos of a megapixel and more, 85-90% of a decode was jdphuff.c working
  * through the scans bit by bit; on large baseline photos, 90% was jdhuff.c. This decoder, for
@@ -19,7 +19,7 @@
  * it reads the first MCU: libjpeg then calls it for every MCU and scan as it would its own
  * (with MCU_data NULL where jpeg_skip_scanlines only needs the data passed over).
  * Built against another libjpeg (where that layout or the progression bookkeeping may differ),
- * sophon__phuff_install does nothing and libjpeg decodes on its own.
+ * sophon__huffman_install does nothing and libjpeg decodes on its own.
  *
  * Known differences, neither of which changes a coefficient:
  * - In sequential scans, libjpeg-turbo decodes most MCUs on a fast path that takes a bad Huffman
@@ -29,8 +29,8 @@
  *   only when its byte-at-a-time reader happens not to have buffered them; this reader buffers
  *   more eagerly, so it notices such junk in fewer cases. The junk is never decoded.
  */
-#ifndef SOPHON_PREP_PHUFF_H
-#define SOPHON_PREP_PHUFF_H
+#ifndef SOPHON_PREP_HUFFMAN_H
+#define SOPHON_PREP_HUFFMAN_H
 
 #include <stddef.h>
 #include <stdio.h> /* jpeglib.h needs FILE and size_t first. */
@@ -38,19 +38,20 @@
 #include <jpeglib.h>
 
 /* 1 if this build can replace libjpeg's Huffman decoders, else 0. */
-int sophon__phuff_supported(void);
+int sophon__huffman_supported(void);
 
 /*
- * sophon__phuff_install - replace cinfo's Huffman decoder with this one, once libjpeg has set up
+ * sophon__huffman_install - replace cinfo's Huffman decoder with this one, once libjpeg has set up
  * its modules and the first scan and before it reads any entropy-coded data: in the first
  * progress-monitor callback of jpeg_start_decompress (or jpeg_read_coefficients) when
  * jpeg_has_multiple_scans, else right after jpeg_start_decompress. Not for arithmetic coding.
  * Its memory comes from cinfo's JPOOL_IMAGE pool. Errors go through cinfo->err like libjpeg's
  * own. Returns 1 if installed, 0 if not supported here.
  */
-int sophon__phuff_install(j_decompress_ptr cinfo, unsigned int flags);
+int sophon__huffman_install(j_decompress_ptr cinfo, unsigned int flags);
 
-/* sophon__phuff_install flag: not the BMI2 refinement decoder even where the CPU has it (tests). */
-#define SOPHON__PHUFF_PORTABLE 1u
+/* sophon__huffman_install flag: not the BMI2 refinement decoder even where the CPU has it (tests).
+ */
+#define SOPHON__HUFFMAN_PORTABLE 1u
 
-#endif /* SOPHON_PREP_PHUFF_H */
+#endif /* SOPHON_PREP_HUFFMAN_H */
