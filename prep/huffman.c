@@ -255,13 +255,24 @@ static void fill_slow(j_decompress_ptr c, struct decoder *e)
         int v = next_byte(c, b);
 
         if (v == 0xFF) {
-            do
+            int ffs = 0;
+
+            do {
                 v = next_byte(c, b);
-            while (v == 0xFF);
+                ffs++;
+            } while (v == 0xFF);
             if (v != 0) {
                 c->unread_marker = v;
                 return;
             }
+            /*
+             * "FF FF .. FF 00": one FF data byte to libjpeg's slow paths, but a marker to
+             * libjpeg-turbo's fast sequential path, which then redecodes the MCU on the slow
+             * path over what it had stored from zero bits. The standard has no such sequence:
+             * in a sequential scan, call it corrupt rather than mimic that.
+             */
+            if (ffs > 1 && !c->progressive_mode)
+                WARNMS(c, JWRN_HUFF_BAD_CODE);
             v = 0xFF;
         }
         b->buf |= (uint64_t)v << (56 - b->nbits);

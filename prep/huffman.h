@@ -21,10 +21,13 @@
  * Built against another libjpeg (where that layout or the progression bookkeeping may differ),
  * sophon__huffman_install does nothing and libjpeg decodes on its own.
  *
- * Known differences, neither of which changes a coefficient:
+ * Known differences, on invalid data only:
  * - In sequential scans, libjpeg-turbo decodes most MCUs on a fast path that takes a bad Huffman
  *   code (17 bits without a match) for symbol 0 without a warning; its slow path, and this
- *   decoder, warn JWRN_HUFF_BAD_CODE, which sophon refuses as corrupt data.
+ *   decoder, warn JWRN_HUFF_BAD_CODE, which sophon refuses as corrupt data. The fast path also
+ *   takes "FF FF 00" in the data (not a valid JPEG sequence; one FF data byte to libjpeg's slow
+ *   paths) for a marker, and keeps coefficients decoded from zero bits: this decoder warns a bad
+ *   code there too.
  * - Junk bytes after the last bits a scan needs are noticed by libjpeg (JWRN_EXTRANEOUS_DATA)
  *   only when its byte-at-a-time reader happens not to have buffered them; this reader buffers
  *   more eagerly, so it notices such junk in fewer cases. The junk is never decoded.
