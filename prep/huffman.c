@@ -556,6 +556,33 @@ INLINE void correct(j_decompress_ptr c, struct decoder *e, struct bits *b, JCOEF
     }
 }
 
+/*
+ * A refinement scan's next symbol: 1 with *r the zeros to pass and *v the new coefficient (p1 or
+ * -p1; 0 for a run of 16 zeros), or 0 at the end of the band, with *run the blocks it covers.
+ */
+INLINE int refine_symbol(j_decompress_ptr c, struct decoder *e, struct bits *b,
+                         const struct htab *t, int p1, int *r, int *v, unsigned int *run)
+{
+    int x = 0, rs = decode(c, e, b, t, &x), s = rs & 15;
+
+    *r = (rs >> 4) & 15;
+    if (s != 0) {
+        if (s != 1)
+            WARNMS(c, JWRN_HUFF_BAD_CODE);
+        if (!(rs & 0x100))
+            x = (int)get_bits(c, e, b, 1) * 2 - 1;
+        *v = (p1 ^ (x >> 31)) - (x >> 31); /* x * p1, x = 1 or -1. */
+        return 1;
+    }
+    *v = 0;
+    if (*r == 15)
+        return 1;
+    *run = 1u << *r;
+    if (*r != 0)
+        *run += get_bits(c, e, b, *r);
+    return 0;
+}
+
 /* Bits from..63 of a 64-bit mask (none from 64 on). */
 INLINE uint64_t from_bit(int from)
 {
@@ -579,22 +606,11 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         if (run == 0) {
             while (k <= Se) {
-                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15, z;
                 uint64_t rest = band & from_bit(k), zeros, before;
+                int r, v, z;
 
-                if (s != 0) {
-                    if (s != 1)
-                        WARNMS(c, JWRN_HUFF_BAD_CODE);
-                    if (!(rs & 0x100))
-                        v = (int)get_bits(c, e, &b, 1) * 2 - 1;
-                    v = (p1 ^ (v >> 31)) - (v >> 31); /* v * p1, v = 1 or -1. */
-                } else if (r != 15) {
-                    v = 0;
-                    run = 1u << r;
-                    if (r != 0)
-                        run += get_bits(c, e, &b, r);
+                if (!refine_symbol(c, e, &b, t, p1, &r, &v, &run))
                     break;
-                }
                 /* Pass r zero coefficients, and correct the nonzero ones on the way; the new
                  * coefficient (or the end of a ZRL) is the next zero. */
                 zeros = rest & ~nz;
@@ -713,22 +729,11 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         if (run == 0) {
             while (k <= Se) {
-                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15, z;
                 uint64_t rest = band & from_bit(k), sel, before;
+                int r, v, z;
 
-                if (s != 0) {
-                    if (s != 1)
-                        WARNMS(c, JWRN_HUFF_BAD_CODE);
-                    if (!(rs & 0x100))
-                        v = (int)get_bits(c, e, &b, 1) * 2 - 1;
-                    v = (p1 ^ (v >> 31)) - (v >> 31); /* v * p1, v = 1 or -1. */
-                } else if (r != 15) {
-                    v = 0;
-                    run = 1u << r;
-                    if (r != 0)
-                        run += get_bits(c, e, &b, r);
+                if (!refine_symbol(c, e, &b, t, p1, &r, &v, &run))
                     break;
-                }
                 sel = _pdep_u64(1ull << r, rest & ~nz);
                 if (sel != 0) {
                     z = __builtin_ctzll(sel);
