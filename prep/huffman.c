@@ -391,17 +391,23 @@ INLINE int decode(j_decompress_ptr c, struct decoder *e, struct bits *b, const s
     return s;
 }
 
+/* What starts afresh with every scan and restart interval: bits, DC predictions, EOB run. */
+static void new_segment(j_decompress_ptr c, struct decoder *e)
+{
+    e->b.buf = 0;
+    e->b.nbits = 0;
+    memset(e->last_dc, 0, sizeof(e->last_dc));
+    e->eobrun = 0;
+    e->restarts_to_go = c->restart_interval;
+}
+
 /* process_restart in jdphuff.c: at the start of every restart interval but the first. */
 static void restart(j_decompress_ptr c, struct decoder *e)
 {
     c->marker->discarded_bytes += (unsigned int)(e->b.nbits < 64 ? e->b.nbits / 8 : 0);
-    e->b.buf = 0;
-    e->b.nbits = 0;
     if (!(*c->marker->read_restart_marker)(c))
         ERREXIT(c, JERR_CANT_SUSPEND);
-    memset(e->last_dc, 0, sizeof(e->last_dc));
-    e->eobrun = 0;
-    e->restarts_to_go = c->restart_interval;
+    new_segment(c, e);
     /* Right against a marker, the next segment is empty: leave the flag set. */
     if (c->unread_marker == 0)
         e->pub.insufficient_data = FALSE;
@@ -419,6 +425,16 @@ INLINE void mcu_end(j_decompress_ptr c, struct decoder *e)
         e->restarts_to_go--;
 }
 
+/* Figure F.12's DC difference: a size symbol, then that many extra bits. */
+INLINE int dc_diff(j_decompress_ptr c, struct decoder *e, struct bits *b, const struct htab *t)
+{
+    int v = 0, s = decode(c, e, b, t, &v);
+
+    if (s & 0x100)
+        return v;
+    return s != 0 ? extend(get_bits(c, e, b, s), s) : 0;
+}
+
 static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -430,13 +446,9 @@ static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
             int ci = c->MCU_membership[blkn];
-            int v = 0, s = decode(c, e, &b, e->dc[ci], &v);
+            int s = dc_diff(c, e, &b, e->dc[ci]);
             int last = e->last_dc[ci];
 
-            if (s & 0x100)
-                s = v;
-            else if (s != 0)
-                s = extend(get_bits(c, e, &b, s), s);
             if ((last >= 0 && s > INT_MAX - last) || (last < 0 && s < INT_MIN - last))
                 ERREXIT(c, JERR_BAD_DCT_COEF);
             last += s;
@@ -795,7 +807,6 @@ static void setup_scan(j_decompress_ptr c)
         } else {
             e->ac = make_table(c, e, c->Ah != 0 ? TAB_REFINE : TAB_AC, comp->ac_tbl_no);
         }
-        e->last_dc[ci] = 0;
     }
     if (c->Ss != 0 && c->Ah != 0 && e->zz == NULL) {
         e->zz = pool_alloc(c, 8 * sizeof(*e->zz));
@@ -810,11 +821,8 @@ static void setup_scan(j_decompress_ptr c)
             }
         }
     }
-    e->b.buf = 0;
-    e->b.nbits = 0;
+    new_segment(c, e);
     e->pub.insufficient_data = FALSE;
-    e->eobrun = 0;
-    e->restarts_to_go = c->restart_interval;
 }
 
 /* start_pass_phuff_decoder's checks and progression bookkeeping, for every scan after the first. */
@@ -862,10 +870,8 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
         for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
             JCOEF *blk = mcu != NULL ? mcu[blkn][0] : NULL;
             const struct htab *t = e->act[blkn];
-            int v = 0, s = decode(c, e, &b, e->dct[blkn], &v), k;
+            int v = dc_diff(c, e, &b, e->dct[blkn]), s, k;
 
-            if (!(s & 0x100))
-                v = s != 0 ? extend(get_bits(c, e, &b, s), s) : 0;
             if (e->dc_needed[blkn]) {
                 int ci = c->MCU_membership[blkn];
 
@@ -908,7 +914,6 @@ static void seq_setup(j_decompress_ptr c)
     for (ci = 0; ci < c->comps_in_scan; ci++) {
         make_table(c, e, TAB_DC, c->cur_comp_info[ci]->dc_tbl_no);
         make_table(c, e, TAB_AC, c->cur_comp_info[ci]->ac_tbl_no);
-        e->last_dc[ci] = 0;
     }
     for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
         jpeg_component_info *comp = c->cur_comp_info[c->MCU_membership[blkn]];
@@ -919,11 +924,8 @@ static void seq_setup(j_decompress_ptr c)
         e->ac_needed[blkn] = comp->component_needed && comp->DCT_scaled_size > 1;
     }
     e->pub.decode_mcu = seq_decode;
-    e->b.buf = 0;
-    e->b.nbits = 0;
+    new_segment(c, e);
     e->pub.insufficient_data = FALSE;
-    e->eobrun = 0;
-    e->restarts_to_go = c->restart_interval;
 }
 
 static void seq_start_pass(j_decompress_ptr c)
