@@ -10,6 +10,8 @@
 #include <jerror.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
+/* Below this in all, the arrays come from libjpeg's pool. */
+#define SMALL ((size_t)256 << 10)
 
 /* jpeglib.h declares this type and leaves it to the memory manager: this is ours. */
 struct jvirt_barray_control {
@@ -51,8 +53,9 @@ static void realize(j_common_ptr c)
 {
     struct sophon__coefmem *m = state(c);
     struct jvirt_barray_control *a;
-    size_t total = 0, row, len;
+    size_t total = 0, row, len = 0;
     uint8_t *base;
+    void *map = NULL;
     JDIMENSION y;
 
     for (a = m->arrays; a != NULL; a = a->next) {
@@ -69,32 +72,43 @@ static void realize(j_common_ptr c)
     if (c->mem->max_memory_to_use != 0 && total > (size_t)c->mem->max_memory_to_use)
         ERREXIT(c, JERR_NO_BACKING_STORE);
 
+    if (total == 0) {
+        (*m->realize)(c);
+        return;
+    }
+    if (total < SMALL) {
+        /* Small: from the pool (malloc reuses freed memory, zeroing it is cheap). */
+        base = (*c->mem->alloc_large)(c, JPOOL_IMAGE, total + 1);
+        memset(base, 0, total);
+    } else {
+        /*
+         * One mapping for them all, in whole huge pages (the untouched end of the last one
+         * costs nothing), and a spare one to start on a huge-page boundary.
+         */
+        len = (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        map = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+        if (map == MAP_FAILED)
+            ERREXIT1(c, JERR_OUT_OF_MEMORY, 12);
+        base = (uint8_t *)map + (HUGE_PAGE - (uintptr_t)map % HUGE_PAGE) % HUGE_PAGE;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(base, len, MADV_HUGEPAGE);
+#endif
+    }
     for (a = m->arrays; a != NULL; a = a->next) {
         if (a->rows != NULL)
             continue;
-        row = (size_t)a->blocks * sizeof(JBLOCK);
-        len = row * a->nrows;
-        a->rows = (*c->mem->alloc_small)(c, JPOOL_IMAGE, (a->nrows + 1) * sizeof(JBLOCKROW));
-        if (len < HUGE_PAGE) {
-            /* Small: from the pool (malloc reuses freed memory, zeroing it is cheap). */
-            base = (*c->mem->alloc_large)(c, JPOOL_IMAGE, len + 1);
-            memset(base, 0, len);
-        } else {
-            /* A spare huge page, to start the array on a huge-page boundary. */
+        /* The first array holds the mapping, to unmap. */
+        if (map != NULL) {
+            a->map = map;
             a->maplen = len + HUGE_PAGE;
-            a->map =
-                mmap(NULL, a->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (a->map == MAP_FAILED) {
-                a->map = NULL;
-                ERREXIT1(c, JERR_OUT_OF_MEMORY, 12);
-            }
-            base = (uint8_t *)a->map + (HUGE_PAGE - (uintptr_t)a->map % HUGE_PAGE) % HUGE_PAGE;
-#ifdef MADV_HUGEPAGE
-            (void)madvise(base, len, MADV_HUGEPAGE);
-#endif
+            map = NULL;
         }
+        row = (size_t)a->blocks * sizeof(JBLOCK);
+        a->rows = (*c->mem->alloc_small)(c, JPOOL_IMAGE, (a->nrows + 1) * sizeof(JBLOCKROW));
         for (y = 0; y < a->nrows; y++)
             a->rows[y] = (JBLOCKROW)(void *)(base + y * row);
+        base += row * a->nrows;
     }
     (*m->realize)(c); /* The sample arrays, if any. */
 }

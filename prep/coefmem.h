@@ -4,10 +4,10 @@
  * A progressive decode keeps every coefficient of the image (128 bytes per block) in libjpeg's
  * virtual block arrays. libjpeg gets them from malloc and zeroes them; with glibc, arrays of a
  * few MB come from fresh pages on every image, and a quarter of the decode of a 2 MP
- * progressive photo went to page faults and zeroing. Here each array of 2 MB or more is one
- * anonymous mapping, zero already, with transparent huge pages asked for (madvise): a few
- * faults instead of one per 4 KB, and fewer TLB misses while the scans are decoded. Smaller
- * arrays come from libjpeg's pool, zeroed, as before.
+ * progressive photo went to page faults and zeroing. Here the arrays of an image, if they
+ * take 256 KB or more in all, share one anonymous mapping, zero already, in whole transparent
+ * huge pages (madvise): a few faults instead of one per 4 KB, and fewer TLB misses while the
+ * scans are decoded. Smaller ones come from libjpeg's pool, zeroed, as before.
  *
  * It replaces the block-array methods of cinfo->mem (request_virt_barray, realize_virt_arrays,
  * access_virt_barray, and free_pool / self_destruct to unmap); sample arrays stay libjpeg's.
