@@ -60,16 +60,17 @@ struct jpeg_marker_reader {
 };
 
 #define LOOK  10 /* Codes of up to LOOK bits decode with one lookup. */
-#define FUSED 0x20u
+#define FUSED 0x80u
+#define COEF  0x40u /* FUSED, and a coefficient (not an end of band or a run of 16 zeros). */
 
 /* make_table modes: what a symbol's extra bits are, for the fused lookup. */
 enum { TAB_DC, TAB_AC, TAB_REFINE };
 
 struct htab {
     /*
-     * By the next LOOK bits: bits 0-4 the bits to take (0: a longer code, or none), 8-15 the
+     * By the next LOOK bits: bits 0-5 the bits to take (0: a longer code, or none), 8-15 the
      * symbol; with FUSED, the taken bits include the coefficient's extra bits too, and bits
-     * 16-31 hold its value.
+     * 16-31 hold its value; COEF marks those of them that are a coefficient.
      */
     uint32_t look[1 << LOOK];
     int32_t maxcode[18];   /* Largest code of each length, -1 if none; [17] ends the search. */
@@ -104,6 +105,7 @@ struct decoder {
      * values are wanted (not the AC values of a component scaled to 1/8). */
     const struct htab *dct[D_MAX_BLOCKS_IN_MCU], *act[D_MAX_BLOCKS_IN_MCU];
     uint8_t dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
+    JBLOCK unwanted; /* Where the AC values nobody wants go. */
 };
 
 /* Zigzag index -> natural index, with libjpeg's padding for runs past the end. */
@@ -200,7 +202,7 @@ static const struct htab *make_table(j_decompress_ptr c, struct decoder *e, int 
 
                 if (fused)
                     v = (uint32_t)extend(k >> (LOOK - l - extra), extra) << 16 | sym << 8 | FUSED |
-                        (uint32_t)(l + extra);
+                        COEF | (uint32_t)(l + extra);
                 t->look[first + k] = v;
             }
         }
@@ -377,12 +379,12 @@ INLINE int decode(j_decompress_ptr c, struct decoder *e, struct bits *b, const s
     if (b->nbits < 16)
         fill(c, e, b);
     x = t->look[b->buf >> (64 - LOOK)];
-    l = (int)(x & 31);
+    l = (int)(x & 63);
     if (l != 0 && l <= b->nbits) {
         b->buf <<= l;
         b->nbits -= l;
         *v = (int32_t)x >> 16;
-        return (int)((x >> 8) & 0xFF) | (int)(x & FUSED) << 3;
+        return (int)((x >> 8) & 0xFF) | (int)(x & FUSED) << 1;
     }
     /* A long code, or the end of the data: bit by bit, as libjpeg, the code alone. */
     e->b = *b;
@@ -854,6 +856,35 @@ static void start_pass(j_decompress_ptr c)
 }
 
 /*
+ * A coefficient with a FUSED lookup, taken without a check for bits: the caller has seen to
+ * them (past_end then notices zero bits taken past the end of the data). Returns 0, having
+ * taken nothing, if the next symbol is something else.
+ */
+INLINE int quick_coef(struct bits *b, const struct htab *t, JCOEF *blk, int *k)
+{
+    uint32_t x = t->look[b->buf >> (64 - LOOK)];
+
+    if (!(x & COEF))
+        return 0;
+    b->buf <<= x & 63;
+    b->nbits -= (int)(x & 63);
+    *k += (int)(x >> 12) & 15;
+    blk[natural[*k]] = (JCOEF)((int32_t)x >> 16);
+    (*k)++;
+    return 1;
+}
+
+/* After quick_coef: zero bits taken past the end of the data warn, as libjpeg does. */
+INLINE void past_end(j_decompress_ptr c, struct decoder *e, struct bits *b)
+{
+    if (b->nbits < 0) {
+        e->b = *b;
+        out_of_data(c, e);
+        *b = e->b;
+    }
+}
+
+/*
  * A sequential (baseline or extended) MCU, as jdhuff.c's decode_mcu_slow decodes it: bad codes
  * warn (libjpeg-turbo's fast path takes them as symbol 0 without a word; the coefficients are the
  * same either way). MCU_data NULL (jpeg_skip_scanlines) decodes and drops.
@@ -880,23 +911,40 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
                 if (blk != NULL)
                     blk[0] = (JCOEF)e->last_dc[ci];
             }
-            if (!e->ac_needed[blkn])
-                blk = NULL;
-            for (k = 1; k < DCTSIZE2; k++) {
-                int rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15;
+            if (blk == NULL || !e->ac_needed[blkn])
+                blk = e->unwanted;
+            for (k = 1; k < DCTSIZE2;) {
+                int rs, r;
 
+                /*
+                 * Most symbols are a coefficient whose code and extra bits take LOOK bits or
+                 * less, and a refill leaves room for four of them: one check for the four.
+                 */
+                if (b.nbits < 4 * LOOK)
+                    fill(c, e, &b);
+                if (quick_coef(&b, t, blk, &k) && k < DCTSIZE2 && quick_coef(&b, t, blk, &k) &&
+                    k < DCTSIZE2 && quick_coef(&b, t, blk, &k) && k < DCTSIZE2 &&
+                    quick_coef(&b, t, blk, &k)) {
+                    past_end(c, e, &b);
+                    continue;
+                }
+                past_end(c, e, &b);
+                if (k >= DCTSIZE2)
+                    break;
+                rs = decode(c, e, &b, t, &v);
+                r = (rs >> 4) & 15;
                 s = rs & 15;
                 if (s != 0) {
                     k += r;
                     if (!(rs & 0x100))
                         v = extend(get_bits(c, e, &b, s), s);
-                    if (blk != NULL)
-                        blk[natural[k]] = (JCOEF)v;
+                    blk[natural[k]] = (JCOEF)v;
                 } else if (r == 15) {
                     k += 15;
                 } else {
                     break;
                 }
+                k++;
             }
         }
         save(c, e, &b);
