@@ -100,7 +100,7 @@ struct decoder {
     struct htab *tabs[2][NUM_HUFF_TBLS];      /* [0] DC, [1] AC; built when first used. */
     /* zz[r][b]: the zigzag-order bits of the coefficients 8r..8r+7 flagged in b. */
     uint64_t (*zz)[256];
-    int bmi2; /* Refinement scans use ac_refine_bmi2. */
+    int bmi2, gfni; /* Refinement scans use ac_refine_bmi2, or ac_refine_gfni. */
     /* Sequential scans (jdhuff.c's decode_mcu): each block's tables, and whether its DC and AC
      * values are wanted (not the AC values of a component scaled to 1/8). */
     const struct htab *dct[D_MAX_BLOCKS_IN_MCU], *act[D_MAX_BLOCKS_IN_MCU];
@@ -130,8 +130,12 @@ static inline __attribute__((always_inline)) int extend(unsigned int x, int n)
     return (int)x - (neg << n) + neg;
 }
 
-/* jpeg_make_d_derived_tbl's checks, then this decoder's tables for a scan of the mode. */
-static const struct htab *make_table(j_decompress_ptr c, struct decoder *e, int mode, int tblno)
+/*
+ * jpeg_make_d_derived_tbl's checks, then this decoder's tables for a scan of the mode; fused AC
+ * values come shifted left by al (the scan's Al).
+ */
+static const struct htab *make_table(j_decompress_ptr c, struct decoder *e, int mode, int tblno,
+                                     int al)
 {
     int dc = mode == TAB_DC;
     uint8_t size[257];
@@ -201,8 +205,8 @@ static const struct htab *make_table(j_decompress_ptr c, struct decoder *e, int 
                 uint32_t v = (sym << 8) | (uint32_t)l;
 
                 if (fused)
-                    v = (uint32_t)extend(k >> (LOOK - l - extra), extra) << 16 | sym << 8 | FUSED |
-                        COEF | (uint32_t)(l + extra);
+                    v = (uint32_t)extend(k >> (LOOK - l - extra), extra) << al << 16 | sym << 8 |
+                        FUSED | COEF | (uint32_t)(l + extra);
                 t->look[first + k] = v;
             }
         }
@@ -480,6 +484,35 @@ static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
     return TRUE;
 }
 
+/*
+ * A coefficient with a FUSED lookup, taken without a check for bits: the caller has seen to
+ * them (past_end then notices zero bits taken past the end of the data). Returns 0, having
+ * taken nothing, if the next symbol is something else.
+ */
+INLINE int quick_coef(struct bits *b, const struct htab *t, JCOEF *blk, int *k)
+{
+    uint32_t x = t->look[b->buf >> (64 - LOOK)];
+
+    if (!(x & COEF))
+        return 0;
+    b->buf <<= x & 63;
+    b->nbits -= (int)(x & 63);
+    *k += (int)(x >> 12) & 15;
+    blk[natural[*k]] = (JCOEF)((int32_t)x >> 16);
+    (*k)++;
+    return 1;
+}
+
+/* After quick_coef: zero bits taken past the end of the data warn, as libjpeg does. */
+INLINE void past_end(j_decompress_ptr c, struct decoder *e, struct bits *b)
+{
+    if (b->nbits < 0) {
+        e->b = *b;
+        out_of_data(c, e);
+        *b = e->b;
+    }
+}
+
 static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -495,14 +528,30 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
             int k, Se = c->Se, Al = c->Al;
 
             load(c, e, &b);
-            for (k = c->Ss; k <= Se; k++) {
-                int v = 0, rs = decode(c, e, &b, t, &v), r = (rs >> 4) & 15, s = rs & 15;
+            for (k = c->Ss; k <= Se;) {
+                int v = 0, rs, r, s;
 
+                /* As in seq_decode: fused coefficients four at a time (their values shifted by
+                 * Al already), and the rest one by one. */
+                if (b.nbits < 4 * LOOK)
+                    fill(c, e, &b);
+                if (quick_coef(&b, t, blk, &k) && k <= Se && quick_coef(&b, t, blk, &k) &&
+                    k <= Se && quick_coef(&b, t, blk, &k) && k <= Se &&
+                    quick_coef(&b, t, blk, &k)) {
+                    past_end(c, e, &b);
+                    continue;
+                }
+                past_end(c, e, &b);
+                if (k > Se)
+                    break;
+                rs = decode(c, e, &b, t, &v);
+                r = (rs >> 4) & 15;
+                s = rs & 15;
                 if (s != 0) {
                     k += r;
                     if (!(rs & 0x100))
-                        v = extend(get_bits(c, e, &b, s), s);
-                    blk[natural[k]] = (JCOEF)(int)((unsigned int)v << Al);
+                        v = (int)((unsigned int)extend(get_bits(c, e, &b, s), s) << Al);
+                    blk[natural[k]] = (JCOEF)v;
                 } else if (r == 15) {
                     k += 15;
                 } else {
@@ -513,6 +562,7 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
                     e->eobrun = run - 1;
                     break;
                 }
+                k++;
             }
             save(c, e, &b);
         }
@@ -673,13 +723,24 @@ INLINE void apply(JCOEF *blk, uint64_t hits, int p1)
     }
 }
 
-/* v (below 2^n) with its low n bits (n in 0..63) in reverse order. */
-INLINE uint64_t reverse(uint64_t v, int n)
+/*
+ * v (below 2^n) with its low n bits (n in 0..63) in reverse order; with gfni, reversing each
+ * byte's bits in one GF2P8AFFINEQB (as inline assembly, so that the code around it needs no
+ * GFNI target; only CPUs that have it run it).
+ */
+INLINE uint64_t reverse(uint64_t v, int n, int gfni)
 {
-    v = __builtin_bswap64(v);
-    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
-    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
-    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    if (gfni) {
+        __m128i x = _mm_cvtsi64_si128((long long)v);
+
+        __asm__("gf2p8affineqb $0, %1, %0" : "+x"(x) : "x"(_mm_set1_epi64x(0x8040201008040201ll)));
+        v = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(x));
+    } else {
+        v = __builtin_bswap64(v);
+        v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+        v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+        v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    }
     return v >> (63 - n) >> 1;
 }
 
@@ -688,14 +749,14 @@ INLINE uint64_t reverse(uint64_t v, int n)
  * the coefficients whose bit is 1. pdep puts the i-th bit read on the i-th lowest of todo.
  */
 TARGET_BMI2 static inline __attribute__((always_inline)) uint64_t
-take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
+take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo, int gfni)
 {
     uint64_t hits = 0;
     int n = __builtin_popcountll(todo);
 
     /* Mostly all at once, without a branch: n may be 0. */
     if (n <= b->nbits) {
-        hits = _pdep_u64(reverse(b->buf >> (63 - n) >> 1, n), todo);
+        hits = _pdep_u64(reverse(b->buf >> (63 - n) >> 1, n, gfni), todo);
         b->buf <<= n;
         b->nbits -= n;
         return hits;
@@ -712,7 +773,7 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
         }
         m = n < b->nbits ? n : b->nbits;
         part = m == n ? todo : _pdep_u64((1ull << m) - 1, todo);
-        hits |= _pdep_u64(reverse(b->buf >> (64 - m), m), part);
+        hits |= _pdep_u64(reverse(b->buf >> (64 - m), m, gfni), part);
         b->buf <<= m;
         b->nbits -= m;
         todo &= ~part;
@@ -726,7 +787,8 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
  * coefficients that were nonzero before it, which nothing else in the block changes, but for a
  * run past the band's end, which libjpeg stores on coefficient 63: then they go first).
  */
-TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
+TARGET_BMI2 static inline __attribute__((always_inline)) boolean
+refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
@@ -756,7 +818,7 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
                     z = Se + 1;
                     before = rest & nz;
                 }
-                hits |= take_hits(c, e, &b, before);
+                hits |= take_hits(c, e, &b, before, gfni);
                 if (v != 0) {
                     if (z > Se) {
                         apply(blk, hits, p1);
@@ -770,7 +832,7 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
             }
         }
         if (run > 0) {
-            hits |= take_hits(c, e, &b, nz & from_bit(k));
+            hits |= take_hits(c, e, &b, nz & from_bit(k), gfni);
             run--;
         }
         apply(blk, hits, p1);
@@ -779,6 +841,17 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
     }
     mcu_end(c, e);
     return TRUE;
+}
+
+TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    return refine_pdep(c, mcu, 0);
+}
+
+/* Where the CPU has GFNI too. */
+TARGET_BMI2 static boolean ac_refine_gfni(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    return refine_pdep(c, mcu, 1);
 }
 #else
 #define HAVE_BMI2 0
@@ -796,7 +869,7 @@ static void setup_scan(j_decompress_ptr c)
         e->pub.decode_mcu = dc_refine;
     else
 #if HAVE_BMI2
-        e->pub.decode_mcu = e->bmi2 ? ac_refine_bmi2 : ac_refine;
+        e->pub.decode_mcu = e->gfni ? ac_refine_gfni : e->bmi2 ? ac_refine_bmi2 : ac_refine;
 #else
         e->pub.decode_mcu = ac_refine;
 #endif
@@ -805,9 +878,9 @@ static void setup_scan(j_decompress_ptr c)
 
         if (c->Ss == 0) {
             if (c->Ah == 0)
-                e->dc[ci] = make_table(c, e, TAB_DC, comp->dc_tbl_no);
+                e->dc[ci] = make_table(c, e, TAB_DC, comp->dc_tbl_no, 0);
         } else {
-            e->ac = make_table(c, e, c->Ah != 0 ? TAB_REFINE : TAB_AC, comp->ac_tbl_no);
+            e->ac = make_table(c, e, c->Ah != 0 ? TAB_REFINE : TAB_AC, comp->ac_tbl_no, c->Al);
         }
     }
     if (c->Ss != 0 && c->Ah != 0 && e->zz == NULL) {
@@ -853,35 +926,6 @@ static void start_pass(j_decompress_ptr c)
         }
     }
     setup_scan(c);
-}
-
-/*
- * A coefficient with a FUSED lookup, taken without a check for bits: the caller has seen to
- * them (past_end then notices zero bits taken past the end of the data). Returns 0, having
- * taken nothing, if the next symbol is something else.
- */
-INLINE int quick_coef(struct bits *b, const struct htab *t, JCOEF *blk, int *k)
-{
-    uint32_t x = t->look[b->buf >> (64 - LOOK)];
-
-    if (!(x & COEF))
-        return 0;
-    b->buf <<= x & 63;
-    b->nbits -= (int)(x & 63);
-    *k += (int)(x >> 12) & 15;
-    blk[natural[*k]] = (JCOEF)((int32_t)x >> 16);
-    (*k)++;
-    return 1;
-}
-
-/* After quick_coef: zero bits taken past the end of the data warn, as libjpeg does. */
-INLINE void past_end(j_decompress_ptr c, struct decoder *e, struct bits *b)
-{
-    if (b->nbits < 0) {
-        e->b = *b;
-        out_of_data(c, e);
-        *b = e->b;
-    }
 }
 
 /*
@@ -960,8 +1004,8 @@ static void seq_setup(j_decompress_ptr c)
     int ci, blkn;
 
     for (ci = 0; ci < c->comps_in_scan; ci++) {
-        make_table(c, e, TAB_DC, c->cur_comp_info[ci]->dc_tbl_no);
-        make_table(c, e, TAB_AC, c->cur_comp_info[ci]->ac_tbl_no);
+        make_table(c, e, TAB_DC, c->cur_comp_info[ci]->dc_tbl_no, 0);
+        make_table(c, e, TAB_AC, c->cur_comp_info[ci]->ac_tbl_no, 0);
     }
     for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
         jpeg_component_info *comp = c->cur_comp_info[c->MCU_membership[blkn]];
@@ -998,6 +1042,7 @@ int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
     e->bmi2 = !(flags & SOPHON__HUFFMAN_PORTABLE) && __builtin_cpu_supports("bmi2") &&
               __builtin_cpu_supports("popcnt") && !__builtin_cpu_is("znver1") &&
               !__builtin_cpu_is("znver2");
+    e->gfni = e->bmi2 && !(flags & SOPHON__HUFFMAN_NO_GFNI) && __builtin_cpu_supports("gfni");
 #else
     (void)flags;
 #endif
