@@ -37,7 +37,7 @@ enum { CLI_OPT_ID = 0x100, CLI_OPT_KEYRING, CLI_OPT_FIRST_OWN };
 
 #define CLI_COMMON_HELP                                                                            \
     "Connection options (as the rados tool):\n"                                                    \
-    "  -c, --conf FILE     ceph.conf to use (default: $CEPH_CONF, then Ceph's search path)\n"       \
+    "  -c, --conf FILE     ceph.conf to use (default: $CEPH_CONF, then Ceph's search path)\n"      \
     "      --id ID         client id, e.g. sophon for client.sophon (default: admin)\n"            \
     "  -n, --name NAME     full client name, e.g. client.sophon\n"                                 \
     "      --keyring FILE  keyring holding the client's key\n"                                     \
@@ -117,22 +117,24 @@ enum {
     CLI_OPT_FIRST_CMD,
 };
 #define CLI_PREP_LONGOPTS                                                                          \
-    {"box", required_argument, NULL, CLI_OPT_BOX}, {"seed", required_argument, NULL, CLI_OPT_SEED}, \
+    {"box", required_argument, NULL, CLI_OPT_BOX},                                                 \
+        {"seed", required_argument, NULL, CLI_OPT_SEED},                                           \
         {"epoch", required_argument, NULL, CLI_OPT_EPOCH},                                         \
         {"index", required_argument, NULL, CLI_OPT_INDEX},                                         \
-        {"size", required_argument, NULL, CLI_OPT_SIZE}, {"flip", no_argument, NULL, CLI_OPT_FLIP}, \
+        {"size", required_argument, NULL, CLI_OPT_SIZE},                                           \
+        {"flip", no_argument, NULL, CLI_OPT_FLIP},                                                 \
         {"format", required_argument, NULL, CLI_OPT_FORMAT},                                       \
         {"fast", no_argument, NULL, CLI_OPT_FAST}, {"output", required_argument, NULL, 'o'}
 
 #define CLI_PREP_HELP                                                                              \
     "Request options:\n"                                                                           \
     "      --box X,Y,W,H   crop box in source pixels\n"                                            \
-    "      --seed S        draw box and flip as torchvision's RandomResizedCrop does, from seed\n"  \
-    "                      S, --epoch E (default 0) and --index I (default 0)\n"                    \
+    "      --seed S        draw box and flip as torchvision's RandomResizedCrop does, from seed\n" \
+    "                      S, --epoch E (default 0) and --index I (default 0)\n"                   \
     "      --size N|WxH    output size (default 224)\n"                                            \
     "      --flip          flip horizontally after resizing\n"                                     \
-    "      --format F      u8 (HWC RGB bytes, default) or f32 (CHW float32, ImageNet-normalized)\n" \
-    "      --fast          fast mode: DCT-domain scaling and fast IDCT (not exact)\n"               \
+    "      --format F      u8 (HWC RGB, the default) or f32 (CHW float32, ImageNet-normalized)\n"  \
+    "      --fast          fast mode: DCT-domain scaling and fast IDCT (not exact)\n"              \
     "  -o, --output OUT    write the output: OUT.ppm or OUT.png as an image, else raw bytes\n"
 
 void cli_prep_init(struct cli_prep *o);

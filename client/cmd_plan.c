@@ -196,10 +196,11 @@ int cmd_plan(int argc, char **argv)
     }
 
     size_t n = sophon_records_count(set);
-    printf("%zu objects, %.0f Mbit/s, %g storage cores (speed %.2f), %g client cores, %s output%s\n",
-           n, budget.bandwidth_Bps * 8 / 1e6, budget.storage_cores, budget.storage_speed,
-           budget.client_cores, budget.final_format == SOPHON_FINAL_U8 ? "u8" : "f32",
-           budget.gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+    printf(
+        "%zu objects, %.0f Mbit/s, %g storage cores (speed %.2f), %g client cores, %s output%s\n",
+        n, budget.bandwidth_Bps * 8 / 1e6, budget.storage_cores, budget.storage_speed,
+        budget.client_cores, budget.final_format == SOPHON_FINAL_U8 ? "u8" : "f32",
+        budget.gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     struct sophon_plan *chosen = NULL;

@@ -332,7 +332,14 @@ static int export_csv(struct cli *c, const char *dataset, const char *path)
 
 int cmd_profile(int argc, char **argv)
 {
-    enum { OPT_DATASET = CLI_OPT_FIRST_CMD, OPT_LIST, OPT_SAMPLE, OPT_JOBS, OPT_EXPORT, OPT_IMPORT };
+    enum {
+        OPT_DATASET = CLI_OPT_FIRST_CMD,
+        OPT_LIST,
+        OPT_SAMPLE,
+        OPT_JOBS,
+        OPT_EXPORT,
+        OPT_IMPORT
+    };
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
         {"dataset", required_argument, NULL, OPT_DATASET},

@@ -29,7 +29,8 @@
 static const struct sophon_limits osd_limits = SOPHON_LIMITS_INIT;
 
 /* Level 0 reaches the OSD log by default: load messages and real errors only. */
-#define SOPHON_LOG(level, fmt, ...) cls_log((level), "<cls> sophon: %s: " fmt, __func__, ##__VA_ARGS__)
+#define SOPHON_LOG(level, fmt, ...)                                                                \
+    cls_log((level), "<cls> sophon: %s: " fmt, __func__, ##__VA_ARGS__)
 
 /*
  * Copies len bytes into a buffer the OSD will own and free, and hands it over as the reply.

@@ -72,10 +72,13 @@ AVX2 void sophon__resample_v_avx2(uint8_t *dst, const uint8_t *const *rows, size
  * c->kx holds, per pair of output pixels and pair of taps, 8 dwords of (kh[t], kh[t + 1]) then 8
  * of (kl[t], kl[t + 1]), each repeated for the 4 channel lanes of both pixels; kx_taps is even.
  */
-#define PAIR_MASK(o)                                                                           \
+/* clang-format off: one line per 128-bit lane. */
+#define PAIR_MASK(o)                                                                               \
     _mm256_setr_epi8((o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1, (o) + 5, -1,    \
-                     -1, -1, -1, -1, (o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1,   \
-                     (o) + 5, -1, -1, -1, -1, -1)
+                     -1, -1, -1, -1,                                                               \
+                     (o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1, (o) + 5, -1,     \
+                     -1, -1, -1, -1)
+/* clang-format on */
 
 AVX2 static inline __m256i load_pair(const uint8_t *a, const uint8_t *b)
 {
@@ -89,7 +92,8 @@ AVX2 static inline void taps2(__m256i *hi, __m256i *lo, __m256i px, __m256i mask
     const __m256i w = _mm256_shuffle_epi8(px, mask);
 
     *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(w, _mm256_loadu_si256((const __m256i *)kx)));
-    *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(w, _mm256_loadu_si256((const __m256i *)(kx + 8))));
+    *lo =
+        _mm256_add_epi32(*lo, _mm256_madd_epi16(w, _mm256_loadu_si256((const __m256i *)(kx + 8))));
 }
 
 AVX2 static inline __m256i combine(__m256i hi, __m256i lo)
@@ -110,8 +114,10 @@ AVX2 void sophon__resample_h_avx2(uint8_t *dst, const uint8_t *src, const struct
     uint32_t xx = 0, t;
 
     for (; xx + 4 <= c->out; xx += 4) {
-        const uint8_t *p0 = src + (size_t)c->first[xx] * 3, *p1 = src + (size_t)c->first[xx + 1] * 3;
-        const uint8_t *p2 = src + (size_t)c->first[xx + 2] * 3, *p3 = src + (size_t)c->first[xx + 3] * 3;
+        const uint8_t *p0 = src + (size_t)c->first[xx] * 3,
+                      *p1 = src + (size_t)c->first[xx + 1] * 3;
+        const uint8_t *p2 = src + (size_t)c->first[xx + 2] * 3,
+                      *p3 = src + (size_t)c->first[xx + 3] * 3;
         const int32_t *ka = &c->kx[(size_t)xx / 2 * taps * 8], *kb = ka + taps * 8;
         __m256i ah = _mm256_setzero_si256(), al = ah, bh = ah, bl = ah, a, b, v;
         __m128i o;

@@ -142,7 +142,8 @@ int main(int argc, char **argv)
             free(jpeg);
             jpeg = NULL;
             snprintf(path, sizeof(path), "%s", file);
-            if (sophon_test_read_file(path, &jpeg, &len, 0) < 0 || probe_us(&info, jpeg, len, &probes) < 0) {
+            if (sophon_test_read_file(path, &jpeg, &len, 0) < 0 ||
+                probe_us(&info, jpeg, len, &probes) < 0) {
                 free(jpeg);
                 jpeg = NULL;
             }
@@ -209,9 +210,10 @@ int main(int argc, char **argv)
     printf("refused: %lu\n", refused);
     if (probes.n > 0) {
         qsort(probes.us, probes.n, sizeof(*probes.us), cmp_double);
-        printf("probe: %zu files, median %.1f us, 99th percentile %.1f us, max %.1f us (%zu bytes)\n",
-               probes.n, probes.us[probes.n / 2], probes.us[probes.n * 99 / 100], probes.max_us,
-               probes.max_bytes);
+        printf(
+            "probe: %zu files, median %.1f us, 99th percentile %.1f us, max %.1f us (%zu bytes)\n",
+            probes.n, probes.us[probes.n / 2], probes.us[probes.n * 99 / 100], probes.max_us,
+            probes.max_bytes);
     }
     free(probes.us);
     return 0;
