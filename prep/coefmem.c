@@ -44,8 +44,9 @@ static jvirt_barray_ptr request(j_common_ptr c, int pool, boolean pre_zero, JDIM
     a->blocks = blocks;
     a->nrows = nrows;
     a->maxaccess = maxaccess;
-    a->next = m->arrays;
-    m->arrays = a;
+    /* In the order asked for: the coefficient controller's are component by component. */
+    *m->tail = a;
+    m->tail = &a->next;
     return a;
 }
 
@@ -86,8 +87,8 @@ static void realize(j_common_ptr c)
          * costs nothing), and a spare one to start on a huge-page boundary.
          */
         len = (total + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-        map = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
+        map =
+            mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (map == MAP_FAILED)
             ERREXIT1(c, JERR_OUT_OF_MEMORY, 12);
         base = (uint8_t *)map + (HUGE_PAGE - (uintptr_t)map % HUGE_PAGE) % HUGE_PAGE;
@@ -130,6 +131,7 @@ static void unmap_all(struct sophon__coefmem *m)
         if (a->map != NULL)
             munmap(a->map, a->maplen);
     m->arrays = NULL;
+    m->tail = &m->arrays;
 }
 
 static void free_pool(j_common_ptr c, int pool)
@@ -152,6 +154,7 @@ static void self_destruct(j_common_ptr c)
 void sophon__coefmem_install(j_common_ptr c, struct sophon__coefmem *m)
 {
     memset(m, 0, sizeof(*m));
+    m->tail = &m->arrays;
     m->realize = c->mem->realize_virt_arrays;
     m->free_pool = c->mem->free_pool;
     m->self_destruct = c->mem->self_destruct;
@@ -161,4 +164,18 @@ void sophon__coefmem_install(j_common_ptr c, struct sophon__coefmem *m)
     c->mem->access_virt_barray = access_rows;
     c->mem->free_pool = free_pool;
     c->mem->self_destruct = self_destruct;
+}
+
+const JBLOCK *sophon__coefmem_array(const struct sophon__coefmem *m, int index, JDIMENSION *blocks,
+                                    JDIMENSION *rows)
+{
+    const struct jvirt_barray_control *a = m->arrays;
+
+    for (; a != NULL && index > 0; index--)
+        a = a->next;
+    if (a == NULL || a->rows == NULL || a->nrows == 0)
+        return NULL;
+    *blocks = a->blocks;
+    *rows = a->nrows;
+    return (const JBLOCK *)a->rows[0];
 }

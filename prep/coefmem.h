@@ -24,7 +24,8 @@
 #include <jpeglib.h>
 
 struct sophon__coefmem {
-    struct jvirt_barray_control *arrays; /* Requested in the JPOOL_IMAGE pool, newest first. */
+    struct jvirt_barray_control *arrays; /* Requested in the JPOOL_IMAGE pool, in order. */
+    struct jvirt_barray_control **tail;  /* Where the next one goes. */
     void (*realize)(j_common_ptr);
     void (*free_pool)(j_common_ptr, int);
     void (*self_destruct)(j_common_ptr);
@@ -35,5 +36,14 @@ struct sophon__coefmem {
  * (until jpeg_destroy). Call right after jpeg_create_decompress.
  */
 void sophon__coefmem_install(j_common_ptr cinfo, struct sophon__coefmem *m);
+
+/*
+ * sophon__coefmem_array - the first block of the index-th array requested (a decompressor's
+ * coefficient controller asks for one per component, in component order), once realized, with
+ * its blocks per row and rows (each row right after the one before); else NULL. The arrays
+ * realized together lie one after the other, in that order.
+ */
+const JBLOCK *sophon__coefmem_array(const struct sophon__coefmem *m, int index, JDIMENSION *blocks,
+                                    JDIMENSION *rows);
 
 #endif /* SOPHON_PREP_COEFMEM_H */

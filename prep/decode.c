@@ -252,20 +252,6 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     }
 
     /*
-     * huffman.h's Huffman decoder takes over before the first MCU is read: in the first progress
-     * callback of jpeg_start_decompress when it reads every scan first, else right after it.
-     */
-    huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
-    s->j.fast_huffman = huffman && jpeg_has_multiple_scans(c);
-    jpeg_start_decompress(c);
-    if (huffman && !jpeg_has_multiple_scans(c))
-        sophon__huffman_install(c, 0);
-    if (c->output_components != 3 &&
-        !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
-        !(c->out_color_space == JCS_CMYK && c->output_components == 4))
-        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
-
-    /*
      * Columns: one iMCU of margin on each side, because fancy upsampling treats the edges of a
      * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines"). In a
      * progressive file, block smoothing (decompress_smooth_data in jdcoefct.c, when some of AC
@@ -280,6 +266,35 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     xoff = rg.x > margin ? rg.x - margin : 0;
     x1 = (uint64_t)rg.x + rg.w + margin < c->output_width ? rg.x + rg.w + margin : c->output_width;
     cw = x1 - xoff;
+    /* Rows: see below. */
+    first = rg.y > 2 * imcu_h ? rg.y - imcu_h : 0;
+    /*
+     * huffman.h's Huffman decoder takes over before the first MCU is read: in the first progress
+     * callback of jpeg_start_decompress when it reads every scan first, else right after it.
+     */
+    huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
+    s->j.fast_huffman = huffman && jpeg_has_multiple_scans(c);
+    if (s->j.fast_huffman && c->progressive_mode &&
+        (xoff != 0 || cw != c->output_width || first > 0 || rg.y + rg.h < c->output_height)) {
+        /*
+         * Only the blocks libjpeg will read get values: the iMCU columns jpeg_crop_scanline
+         * keeps (it starts them on an iMCU) and the iMCU rows from the one before the first
+         * row read (upsampling context) to the one after the last; two more on every side for
+         * block smoothing, which reads two blocks beyond the one it smooths.
+         */
+        s->j.want.x0 = xoff / imcu_w > 2 ? xoff / imcu_w - 2 : 0;
+        s->j.want.x1 = (x1 + imcu_w - 1) / imcu_w + 2;
+        s->j.want.y0 = first / imcu_h > 3 ? first / imcu_h - 3 : 0;
+        s->j.want.y1 = (uint32_t)(((uint64_t)rg.y + rg.h + imcu_h - 1) / imcu_h + 3);
+    }
+    jpeg_start_decompress(c);
+    if (huffman && !jpeg_has_multiple_scans(c))
+        sophon__huffman_install(c, 0);
+    if (c->output_components != 3 &&
+        !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
+        !(c->out_color_space == JCS_CMYK && c->output_components == 4))
+        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
+
     if (xoff != 0 || cw != c->output_width)
         jpeg_crop_scanline(c, &xoff, &cw);
     if (xoff > rg.x || (uint64_t)xoff + c->output_width < (uint64_t)rg.x + rg.w)
@@ -298,7 +313,6 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
      * Rows: skip whole iMCU rows above the region, then decode (and drop) one iMCU row of margin
      * so that the first region row gets its upsampling context from real decoded rows.
      */
-    first = rg.y > 2 * imcu_h ? rg.y - imcu_h : 0;
     if (first > 0 && jpeg_skip_scanlines(c, first) != first)
         sophon__jpeg_fail(&s->j, -EBADMSG, "could not skip scanlines");
     while (c->output_scanline < rg.y)

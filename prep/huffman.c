@@ -106,6 +106,16 @@ struct decoder {
     const struct htab *dct[D_MAX_BLOCKS_IN_MCU], *act[D_MAX_BLOCKS_IN_MCU];
     uint8_t dc_needed[D_MAX_BLOCKS_IN_MCU], ac_needed[D_MAX_BLOCKS_IN_MCU];
     JBLOCK unwanted; /* Where the AC values nobody wants go. */
+    /*
+     * sophon__huffman_want: the blocks of every component's array, one after the other from
+     * base (nblocks 0 without it); a bit for each, set if its values are wanted; and each
+     * one's nonzero AC coefficients as a zigzag mask, kept up to date by the progressive
+     * decoders, which then read no unwanted block and store nothing in one.
+     */
+    const JBLOCK *base;
+    size_t nblocks;
+    const uint64_t *wanted;
+    uint64_t *masks;
 };
 
 /* Zigzag index -> natural index, with libjpeg's padding for runs past the end. */
@@ -441,6 +451,18 @@ INLINE int dc_diff(j_decompress_ptr c, struct decoder *e, struct bits *b, const 
     return s != 0 ? extend(get_bits(c, e, b, s), s) : 0;
 }
 
+/* The index of blk among sophon__huffman_want's blocks, nblocks or more if it is not one. */
+INLINE size_t block_index(const struct decoder *e, const void *blk)
+{
+    return ((uintptr_t)blk - (uintptr_t)e->base) / sizeof(JBLOCK);
+}
+
+/* Whether the values of block i (from block_index) are wanted: all are, without masks. */
+INLINE int wanted(const struct decoder *e, size_t i)
+{
+    return i >= e->nblocks || (e->wanted[i / 64] >> (i % 64) & 1);
+}
+
 static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -459,7 +481,8 @@ static boolean dc_first(j_decompress_ptr c, JBLOCKROW *mcu)
                 ERREXIT(c, JERR_BAD_DCT_COEF);
             last += s;
             e->last_dc[ci] = last;
-            mcu[blkn][0][0] = (JCOEF)(int)((unsigned int)last << c->Al);
+            if (wanted(e, block_index(e, mcu[blkn])))
+                mcu[blkn][0][0] = (JCOEF)(int)((unsigned int)last << c->Al);
         }
         save(c, e, &b);
     }
@@ -477,11 +500,55 @@ static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
     /* As jdphuff.c: no check of insufficient_data, the zero bits change nothing. */
     load(c, e, &b);
     for (blkn = 0; blkn < c->blocks_in_MCU; blkn++)
-        if (get_bits(c, e, &b, 1))
+        if (get_bits(c, e, &b, 1) && wanted(e, block_index(e, mcu[blkn])))
             mcu[blkn][0][0] = (JCOEF)(mcu[blkn][0][0] | (1 << c->Al));
     save(c, e, &b);
     mcu_end(c, e);
     return TRUE;
+}
+
+/* The zigzag-order mask of blk's nonzero coefficients. */
+INLINE uint64_t nonzero(const struct decoder *e, const JCOEF *blk)
+{
+    uint64_t nat = 0, zz;
+    int r;
+
+#ifdef __SSE2__
+    const __m128i zero = _mm_setzero_si128();
+
+    for (r = 0; r < 8; r += 2) {
+        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r)), zero);
+        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r + 8)), zero);
+
+        nat |= (uint64_t)(~_mm_movemask_epi8(_mm_packs_epi16(a, b)) & 0xFFFF) << (8 * r);
+    }
+#else
+    for (r = 0; r < 64; r++)
+        nat |= (uint64_t)(blk[r] != 0) << r;
+#endif
+    zz = 0;
+    for (r = 0; r < 8; r++)
+        zz |= e->zz[r][(nat >> (8 * r)) & 0xFF];
+    return zz;
+}
+
+/* Bits from..63 of a 64-bit mask (none from 64 on). */
+INLINE uint64_t from_bit(int from)
+{
+    return from < 64 ? ~0ull << from : 0;
+}
+
+/*
+ * The scratch block that stands in for an unwanted one in a first AC scan: zero, but for a
+ * nonzero value at each coefficient of old (zigzag bits, the block's mask), so that nonzero()
+ * tells afterwards, as it would of the real block, which coefficients are nonzero.
+ */
+INLINE JCOEF *stand_in(struct decoder *e, uint64_t old)
+{
+    memset(e->unwanted, 0, sizeof(e->unwanted));
+    for (; old != 0; old &= old - 1)
+        e->unwanted[natural[__builtin_ctzll(old)]] = 1;
+    return e->unwanted;
 }
 
 /*
@@ -526,7 +593,10 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
             JCOEF *blk = mcu[0][0];
             const struct htab *t = e->ac;
             int k, Se = c->Se, Al = c->Al;
+            size_t i = block_index(e, blk);
 
+            if (!wanted(e, i))
+                blk = stand_in(e, e->masks[i]);
             load(c, e, &b);
             for (k = c->Ss; k <= Se;) {
                 int v = 0, rs, r, s;
@@ -564,36 +634,14 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
                 }
                 k++;
             }
+            /* A corrupt run may store past Se: the whole block's mask. */
+            if (i < e->nblocks)
+                e->masks[i] = nonzero(e, blk);
             save(c, e, &b);
         }
     }
     mcu_end(c, e);
     return TRUE;
-}
-
-/* The zigzag-order mask of blk's nonzero coefficients. */
-INLINE uint64_t nonzero(const struct decoder *e, const JCOEF *blk)
-{
-    uint64_t nat = 0, zz;
-    int r;
-
-#ifdef __SSE2__
-    const __m128i zero = _mm_setzero_si128();
-
-    for (r = 0; r < 8; r += 2) {
-        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r)), zero);
-        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(blk + 8 * r + 8)), zero);
-
-        nat |= (uint64_t)(~_mm_movemask_epi8(_mm_packs_epi16(a, b)) & 0xFFFF) << (8 * r);
-    }
-#else
-    for (r = 0; r < 64; r++)
-        nat |= (uint64_t)(blk[r] != 0) << r;
-#endif
-    zz = 0;
-    for (r = 0; r < 8; r++)
-        zz |= e->zz[r][(nat >> (8 * r)) & 0xFF];
-    return zz;
 }
 
 /*
@@ -647,12 +695,6 @@ INLINE int refine_symbol(j_decompress_ptr c, struct decoder *e, struct bits *b,
     return 0;
 }
 
-/* Bits from..63 of a 64-bit mask (none from 64 on). */
-INLINE uint64_t from_bit(int from)
-{
-    return from < 64 ? ~0ull << from : 0;
-}
-
 static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -664,8 +706,12 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
         const struct htab *t = e->ac;
         int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
         uint64_t band = from_bit(k) & (~0ull >> (63 - Se));
-        uint64_t nz = nonzero(e, blk) & band;
+        size_t i = block_index(e, blk);
+        uint64_t nz = (i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
         unsigned int run = e->eobrun;
+
+        if (!wanted(e, i))
+            blk = e->unwanted;
 
         load(c, e, &b);
         if (run == 0) {
@@ -690,8 +736,7 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
                 correct(c, e, &b, blk, before, p1);
                 if (v != 0) {
                     blk[natural[z]] = (JCOEF)v;
-                    if (z < 64)
-                        nz |= 1ull << z;
+                    nz |= 1ull << (z < 64 ? z : 63); /* natural[64] is 63. */
                 }
                 k = z + 1;
             }
@@ -700,6 +745,8 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
             correct(c, e, &b, blk, nz & from_bit(k), p1);
             run--;
         }
+        if (i < e->nblocks)
+            e->masks[i] |= nz;
         e->eobrun = run;
         save(c, e, &b);
     }
@@ -798,9 +845,13 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
         JCOEF *blk = mcu[0][0];
         const struct htab *t = e->ac;
         int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
-        uint64_t band = from_bit(k) & (~0ull >> (63 - Se));
-        uint64_t nz = nonzero(e, blk) & band, hits = 0;
+        uint64_t band = from_bit(k) & (~0ull >> (63 - Se)), hits = 0;
+        size_t i = block_index(e, blk);
+        uint64_t nz = (i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
         unsigned int run = e->eobrun;
+
+        if (!wanted(e, i))
+            blk = e->unwanted;
 
         load(c, e, &b);
         if (run == 0) {
@@ -825,8 +876,7 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
                         hits = 0;
                     }
                     blk[natural[z]] = (JCOEF)v;
-                    if (z < 64)
-                        nz |= 1ull << z;
+                    nz |= 1ull << (z < 64 ? z : 63); /* natural[64] is 63. */
                 }
                 k = z + 1;
             }
@@ -836,6 +886,8 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
             run--;
         }
         apply(blk, hits, p1);
+        if (i < e->nblocks)
+            e->masks[i] |= nz;
         e->eobrun = run;
         save(c, e, &b);
     }
@@ -858,10 +910,30 @@ TARGET_BMI2 static boolean ac_refine_gfni(j_decompress_ptr c, JBLOCKROW *mcu)
 #endif
 
 /* Set the current scan up: tables, decoder, and fresh bit reader and predictions. */
+/* nonzero()'s tables, once. */
+static void make_zz(j_decompress_ptr c, struct decoder *e)
+{
+    int r, v;
+
+    if (e->zz != NULL)
+        return;
+    e->zz = pool_alloc(c, 8 * sizeof(*e->zz));
+    for (r = 0; r < 8; r++) {
+        e->zz[r][0] = 0;
+        for (v = 1; v < 256; v++) {
+            int j = __builtin_ctz((unsigned int)v), z;
+
+            for (z = 0; natural[z] != 8 * r + j; z++)
+                ;
+            e->zz[r][v] = e->zz[r][v & (v - 1)] | 1ull << z;
+        }
+    }
+}
+
 static void setup_scan(j_decompress_ptr c)
 {
     struct decoder *e = (struct decoder *)c->entropy;
-    int ci, r, v;
+    int ci;
 
     if (c->Ah == 0)
         e->pub.decode_mcu = c->Ss == 0 ? dc_first : ac_first;
@@ -883,19 +955,8 @@ static void setup_scan(j_decompress_ptr c)
             e->ac = make_table(c, e, c->Ah != 0 ? TAB_REFINE : TAB_AC, comp->ac_tbl_no, c->Al);
         }
     }
-    if (c->Ss != 0 && c->Ah != 0 && e->zz == NULL) {
-        e->zz = pool_alloc(c, 8 * sizeof(*e->zz));
-        for (r = 0; r < 8; r++) {
-            e->zz[r][0] = 0;
-            for (v = 1; v < 256; v++) {
-                int j = __builtin_ctz((unsigned int)v), z;
-
-                for (z = 0; natural[z] != 8 * r + j; z++)
-                    ;
-                e->zz[r][v] = e->zz[r][v & (v - 1)] | 1ull << z;
-            }
-        }
-    }
+    if (c->Ss != 0 && c->Ah != 0)
+        make_zz(c, e);
     new_segment(c, e);
     e->pub.insufficient_data = FALSE;
 }
@@ -1055,6 +1116,26 @@ int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
     return 1;
 }
 
+uint64_t *sophon__huffman_want(j_decompress_ptr c, const JBLOCK *base, size_t n)
+{
+    struct decoder *e = (struct decoder *)c->entropy;
+    size_t words = (n + 63) / 64;
+    uint64_t *wanted;
+
+    if (!c->progressive_mode || e == NULL || e->pub.start_pass != start_pass || n == 0 ||
+        n > SIZE_MAX / 2 / sizeof(uint64_t))
+        return NULL;
+    e->masks = (*c->mem->alloc_large)((j_common_ptr)c, JPOOL_IMAGE, n * sizeof(uint64_t));
+    wanted = (*c->mem->alloc_large)((j_common_ptr)c, JPOOL_IMAGE, words * sizeof(uint64_t));
+    memset(e->masks, 0, n * sizeof(uint64_t));
+    memset(wanted, 0, words * sizeof(uint64_t));
+    make_zz(c, e); /* ac_first reads masks back from blocks. */
+    e->base = base;
+    e->nblocks = n;
+    e->wanted = wanted;
+    return wanted;
+}
+
 #else /* !HUFFMAN_SUPPORTED */
 
 int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
@@ -1062,6 +1143,14 @@ int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
     (void)c;
     (void)flags;
     return 0;
+}
+
+uint64_t *sophon__huffman_want(j_decompress_ptr c, const JBLOCK *base, size_t n)
+{
+    (void)c;
+    (void)base;
+    (void)n;
+    return NULL;
 }
 
 #endif

@@ -37,6 +37,7 @@
 #define SOPHON_PREP_HUFFMAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h> /* jpeglib.h needs FILE and size_t first. */
 
 #include <jpeglib.h>
@@ -53,6 +54,20 @@ int sophon__huffman_supported(void);
  * own. Returns 1 if installed, 0 if not supported here.
  */
 int sophon__huffman_install(j_decompress_ptr cinfo, unsigned int flags);
+
+/*
+ * sophon__huffman_want - in a progressive decode, right after sophon__huffman_install: give
+ * values only to the blocks that will be read. base is the first block of the first
+ * component's coefficient array, the other components' following it (n blocks in all, as
+ * coefmem.h lays them out). Returns a bitmap to fill before the first scan is read, bit i % 64 of
+ * word i / 64 set for each wanted block, the others cleared (zero as returned); NULL if not
+ * installed or not progressive (then every block is decoded). The decoders still decode every
+ * block, but store nothing in an unwanted one and never read it: they keep each block's
+ * nonzero coefficients (what a refinement scan's decoding depends on) in a mask of their own,
+ * 8 bytes instead of the block's 128. Wanted blocks come out as without it; unwanted ones stay
+ * zero.
+ */
+uint64_t *sophon__huffman_want(j_decompress_ptr cinfo, const JBLOCK *base, size_t n);
 
 /* sophon__huffman_install flags (tests): not the BMI2 refinement decoder even where the CPU has
  * it; not its GFNI bit reversal. */

@@ -48,6 +48,13 @@ struct sophon__jpeg {
     int allow_scan_tails;
     /* 1: at the first progress callback, put huffman.h's decoder in place of libjpeg's. */
     int fast_huffman;
+    /*
+     * With it, in a progressive file: the iMCU columns [x0, x1) and rows [y0, y1) whose blocks
+     * will be read (sophon__huffman_want); the others get no values. x1 0: every block.
+     */
+    struct {
+        uint32_t x0, x1, y0, y1;
+    } want;
     char msg[JMSG_LENGTH_MAX + 64];
 };
 

@@ -72,7 +72,8 @@ AVX2 void sophon__resample_v_avx2(uint8_t *dst, const uint8_t *const *rows, size
  * c->kx holds, per pair of output pixels and pair of taps, 8 dwords of (kh[t], kh[t + 1]) then 8
  * of (kl[t], kl[t + 1]), each repeated for the 4 channel lanes of both pixels; kx_taps is even.
  */
-/* clang-format off: one line per 128-bit lane. */
+/* One line per 128-bit lane. */
+/* clang-format off */
 #define PAIR_MASK(o)                                                                               \
     _mm256_setr_epi8((o), -1, (o) + 3, -1, (o) + 1, -1, (o) + 4, -1, (o) + 2, -1, (o) + 5, -1,    \
                      -1, -1, -1, -1,                                                               \
