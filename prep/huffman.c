@@ -98,9 +98,9 @@ struct decoder {
     const struct htab *dc[MAX_COMPS_IN_SCAN]; /* This scan's DC table of each component. */
     const struct htab *ac;                    /* This scan's AC table. */
     struct htab *tabs[2][NUM_HUFF_TBLS];      /* [0] DC, [1] AC; built when first used. */
-    /* zz[r][b]: the zigzag-order bits of the coefficients 8r..8r+7 flagged in b. */
+    /* zz[r][b]: the coefficients 8r..8r+7 flagged in b, coefficient z (zigzag) on bit 63 - z. */
     uint64_t (*zz)[256];
-    int bmi2, gfni; /* Refinement scans use ac_refine_bmi2, or ac_refine_gfni. */
+    int bmi2; /* Refinement scans use ac_refine_bmi2. */
     /* Sequential scans (jdhuff.c's decode_mcu): each block's tables, and whether its DC and AC
      * values are wanted (not the AC values of a component scaled to 1/8). */
     const struct htab *dct[D_MAX_BLOCKS_IN_MCU], *act[D_MAX_BLOCKS_IN_MCU];
@@ -109,8 +109,8 @@ struct decoder {
     /*
      * sophon__huffman_want: the blocks of every component's array, one after the other from
      * base (nblocks 0 without it); a bit for each, set if its values are wanted; and each
-     * one's nonzero AC coefficients as a zigzag mask, kept up to date by the progressive
-     * decoders, which then read no unwanted block and store nothing in one.
+     * one's nonzero AC coefficients as a mask (coefficient z on bit 63 - z), kept up to date
+     * by the progressive decoders, which then read no unwanted block and store nothing in one.
      */
     const JBLOCK *base;
     size_t nblocks;
@@ -507,7 +507,7 @@ static boolean dc_refine(j_decompress_ptr c, JBLOCKROW *mcu)
     return TRUE;
 }
 
-/* The zigzag-order mask of blk's nonzero coefficients. */
+/* blk's nonzero coefficients, coefficient z (zigzag order) on bit 63 - z, as the block masks. */
 INLINE uint64_t nonzero(const struct decoder *e, const JCOEF *blk)
 {
     uint64_t nat = 0, zz;
@@ -532,40 +532,49 @@ INLINE uint64_t nonzero(const struct decoder *e, const JCOEF *blk)
     return zz;
 }
 
+/* v with its bits in reverse order. */
+INLINE uint64_t rev64(uint64_t v)
+{
+    v = __builtin_bswap64(v);
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    return ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+}
+
 /* Bits from..63 of a 64-bit mask (none from 64 on). */
 INLINE uint64_t from_bit(int from)
 {
     return from < 64 ? ~0ull << from : 0;
 }
 
-/*
- * The scratch block that stands in for an unwanted one in a first AC scan: zero, but for a
- * nonzero value at each coefficient of old (zigzag bits, the block's mask), so that nonzero()
- * tells afterwards, as it would of the real block, which coefficients are nonzero.
- */
-INLINE JCOEF *stand_in(struct decoder *e, uint64_t old)
+/* Record in mask (coefficient z on bit 63 - z) whether the coefficient stored at zigzag index k
+ * is nonzero; k past 63 stored on 63 (natural's padding). */
+INLINE void note(uint64_t *mask, int k, int v)
 {
-    memset(e->unwanted, 0, sizeof(e->unwanted));
-    for (; old != 0; old &= old - 1)
-        e->unwanted[natural[__builtin_ctzll(old)]] = 1;
-    return e->unwanted;
+    uint64_t bit = 1ull << (63 - (k < 64 ? k : 63));
+
+    *mask = (*mask & ~bit) | (v != 0 ? bit : 0);
 }
 
 /*
  * A coefficient with a FUSED lookup, taken without a check for bits: the caller has seen to
  * them (past_end then notices zero bits taken past the end of the data). Returns 0, having
- * taken nothing, if the next symbol is something else.
+ * taken nothing, if the next symbol is something else. With mask, notes the coefficient there.
  */
-INLINE int quick_coef(struct bits *b, const struct htab *t, JCOEF *blk, int *k)
+INLINE int quick_coef(struct bits *b, const struct htab *t, JCOEF *blk, int *k, uint64_t *mask)
 {
     uint32_t x = t->look[b->buf >> (64 - LOOK)];
+    JCOEF v;
 
     if (!(x & COEF))
         return 0;
     b->buf <<= x & 63;
     b->nbits -= (int)(x & 63);
     *k += (int)(x >> 12) & 15;
-    blk[natural[*k]] = (JCOEF)((int32_t)x >> 16);
+    v = (JCOEF)((int32_t)x >> 16);
+    blk[natural[*k]] = v;
+    if (mask != NULL)
+        note(mask, *k, v);
     (*k)++;
     return 1;
 }
@@ -594,9 +603,10 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
             const struct htab *t = e->ac;
             int k, Se = c->Se, Al = c->Al;
             size_t i = block_index(e, blk);
+            uint64_t mask = i < e->nblocks ? e->masks[i] : 0;
 
             if (!wanted(e, i))
-                blk = stand_in(e, e->masks[i]);
+                blk = e->unwanted;
             load(c, e, &b);
             for (k = c->Ss; k <= Se;) {
                 int v = 0, rs, r, s;
@@ -605,9 +615,10 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
                  * Al already), and the rest one by one. */
                 if (b.nbits < 4 * LOOK)
                     fill(c, e, &b);
-                if (quick_coef(&b, t, blk, &k) && k <= Se && quick_coef(&b, t, blk, &k) &&
-                    k <= Se && quick_coef(&b, t, blk, &k) && k <= Se &&
-                    quick_coef(&b, t, blk, &k)) {
+                if (quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
+                    quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
+                    quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
+                    quick_coef(&b, t, blk, &k, &mask)) {
                     past_end(c, e, &b);
                     continue;
                 }
@@ -622,6 +633,7 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
                     if (!(rs & 0x100))
                         v = (int)((unsigned int)extend(get_bits(c, e, &b, s), s) << Al);
                     blk[natural[k]] = (JCOEF)v;
+                    note(&mask, k, (JCOEF)v);
                 } else if (r == 15) {
                     k += 15;
                 } else {
@@ -634,9 +646,8 @@ static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
                 }
                 k++;
             }
-            /* A corrupt run may store past Se: the whole block's mask. */
             if (i < e->nblocks)
-                e->masks[i] = nonzero(e, blk);
+                e->masks[i] = mask;
             save(c, e, &b);
         }
     }
@@ -707,7 +718,8 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
         int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
         uint64_t band = from_bit(k) & (~0ull >> (63 - Se));
         size_t i = block_index(e, blk);
-        uint64_t nz = (i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
+        /* This decoder's masks are in zigzag order. */
+        uint64_t nz = rev64(i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
         unsigned int run = e->eobrun;
 
         if (!wanted(e, i))
@@ -746,7 +758,7 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
             run--;
         }
         if (i < e->nblocks)
-            e->masks[i] |= nz;
+            e->masks[i] |= rev64(nz);
         e->eobrun = run;
         save(c, e, &b);
     }
@@ -758,11 +770,23 @@ static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
 #define HAVE_BMI2   1
 #define TARGET_BMI2 __attribute__((target("popcnt,bmi,bmi2")))
 
-/* Add the scan's bit to the magnitude of blk's coefficients in hits (zigzag bits). */
+/*
+ * The BMI2 decoder works on masks in reverse zigzag order, as nonzero() and the block masks
+ * give them: coefficient z on bit 63 - z. Then the correction bits, first read first in
+ * zigzag order, go where they belong with one pdep, which fills a mask's bits from the lowest.
+ */
+
+/* Zigzag coefficients from..63, in reverse order (none from 64 on). */
+INLINE uint64_t from_rev(int from)
+{
+    return from < 64 ? ~0ull >> from : 0;
+}
+
+/* Add the scan's bit to the magnitude of blk's coefficients in hits (reverse zigzag bits). */
 INLINE void apply(JCOEF *blk, uint64_t hits, int p1)
 {
     while (hits != 0) {
-        JCOEF *x = &blk[natural[__builtin_ctzll(hits)]];
+        JCOEF *x = &blk[natural[63 - __builtin_ctzll(hits)]];
         int sign = *x < 0 ? -1 : 0, add = -((*x & p1) == 0);
 
         hits &= hits - 1;
@@ -771,39 +795,19 @@ INLINE void apply(JCOEF *blk, uint64_t hits, int p1)
 }
 
 /*
- * v (below 2^n) with its low n bits (n in 0..63) in reverse order; with gfni, reversing each
- * byte's bits in one GF2P8AFFINEQB (as inline assembly, so that the code around it needs no
- * GFNI target; only CPUs that have it run it).
- */
-INLINE uint64_t reverse(uint64_t v, int n, int gfni)
-{
-    if (gfni) {
-        __m128i x = _mm_cvtsi64_si128((long long)v);
-
-        __asm__("gf2p8affineqb $0, %1, %0" : "+x"(x) : "x"(_mm_set1_epi64x(0x8040201008040201ll)));
-        v = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(x));
-    } else {
-        v = __builtin_bswap64(v);
-        v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
-        v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
-        v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
-    }
-    return v >> (63 - n) >> 1;
-}
-
-/*
- * The correction bits of the nonzero coefficients in todo (zigzag bits 1..63), read at once:
- * the coefficients whose bit is 1. pdep puts the i-th bit read on the i-th lowest of todo.
+ * The correction bits of the nonzero coefficients in todo (reverse zigzag bits), read at once:
+ * the coefficients whose bit is 1. The n bits read, as a number, have the first on top, and
+ * pdep puts that on todo's highest bit: the coefficient first in zigzag order.
  */
 TARGET_BMI2 static inline __attribute__((always_inline)) uint64_t
-take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo, int gfni)
+take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
 {
     uint64_t hits = 0;
     int n = __builtin_popcountll(todo);
 
     /* Mostly all at once, without a branch: n may be 0. */
     if (n <= b->nbits) {
-        hits = _pdep_u64(reverse(b->buf >> (63 - n) >> 1, n, gfni), todo);
+        hits = _pdep_u64(b->buf >> (63 - n) >> 1, todo);
         b->buf <<= n;
         b->nbits -= n;
         return hits;
@@ -818,9 +822,10 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo, 
             if (b->nbits == 0)
                 need(c, e, b, 1);
         }
+        /* The m coefficients first in zigzag order: todo but its n - m lowest bits. */
         m = n < b->nbits ? n : b->nbits;
-        part = m == n ? todo : _pdep_u64((1ull << m) - 1, todo);
-        hits |= _pdep_u64(reverse(b->buf >> (64 - m), m, gfni), part);
+        part = todo & ~_pdep_u64((1ull << (n - m)) - 1, todo);
+        hits |= _pdep_u64(b->buf >> (64 - m), part);
         b->buf <<= m;
         b->nbits -= m;
         todo &= ~part;
@@ -834,8 +839,7 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo, 
  * coefficients that were nonzero before it, which nothing else in the block changes, but for a
  * run past the band's end, which libjpeg stores on coefficient 63: then they go first).
  */
-TARGET_BMI2 static inline __attribute__((always_inline)) boolean
-refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
+TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
@@ -845,7 +849,7 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
         JCOEF *blk = mcu[0][0];
         const struct htab *t = e->ac;
         int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
-        uint64_t band = from_bit(k) & (~0ull >> (63 - Se)), hits = 0;
+        uint64_t band = from_rev(k) & ~from_rev(Se + 1), hits = 0;
         size_t i = block_index(e, blk);
         uint64_t nz = (i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
         unsigned int run = e->eobrun;
@@ -856,33 +860,36 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
         load(c, e, &b);
         if (run == 0) {
             while (k <= Se) {
-                uint64_t rest = band & from_bit(k), sel, before;
-                int r, v, z;
+                uint64_t rest = band & from_rev(k), zeros = rest & ~nz, before;
+                int r, v, z, left;
 
                 if (!refine_symbol(c, e, &b, t, p1, &r, &v, &run))
                     break;
-                sel = _pdep_u64(1ull << r, rest & ~nz);
-                if (sel != 0) {
-                    z = __builtin_ctzll(sel);
-                    before = rest & nz & (sel - 1);
+                /* The zero the run ends on: the (r + 1)-th highest bit of zeros. */
+                left = __builtin_popcountll(zeros) - r;
+                if (left > 0) {
+                    uint64_t sel = _pdep_u64(1ull << (left - 1), zeros);
+
+                    z = __builtin_clzll(sel);
+                    before = rest & nz & ~(sel | (sel - 1));
                 } else {
                     z = Se + 1;
                     before = rest & nz;
                 }
-                hits |= take_hits(c, e, &b, before, gfni);
+                hits |= take_hits(c, e, &b, before);
                 if (v != 0) {
                     if (z > Se) {
                         apply(blk, hits, p1);
                         hits = 0;
                     }
                     blk[natural[z]] = (JCOEF)v;
-                    nz |= 1ull << (z < 64 ? z : 63); /* natural[64] is 63. */
+                    nz |= 1ull << (63 - (z < 64 ? z : 63)); /* natural[64] is 63. */
                 }
                 k = z + 1;
             }
         }
         if (run > 0) {
-            hits |= take_hits(c, e, &b, nz & from_bit(k), gfni);
+            hits |= take_hits(c, e, &b, nz & from_rev(k));
             run--;
         }
         apply(blk, hits, p1);
@@ -894,22 +901,10 @@ refine_pdep(j_decompress_ptr c, JBLOCKROW *mcu, int gfni)
     mcu_end(c, e);
     return TRUE;
 }
-
-TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
-{
-    return refine_pdep(c, mcu, 0);
-}
-
-/* Where the CPU has GFNI too. */
-TARGET_BMI2 static boolean ac_refine_gfni(j_decompress_ptr c, JBLOCKROW *mcu)
-{
-    return refine_pdep(c, mcu, 1);
-}
 #else
 #define HAVE_BMI2 0
 #endif
 
-/* Set the current scan up: tables, decoder, and fresh bit reader and predictions. */
 /* nonzero()'s tables, once. */
 static void make_zz(j_decompress_ptr c, struct decoder *e)
 {
@@ -925,11 +920,12 @@ static void make_zz(j_decompress_ptr c, struct decoder *e)
 
             for (z = 0; natural[z] != 8 * r + j; z++)
                 ;
-            e->zz[r][v] = e->zz[r][v & (v - 1)] | 1ull << z;
+            e->zz[r][v] = e->zz[r][v & (v - 1)] | 1ull << (63 - z);
         }
     }
 }
 
+/* Set the current scan up: tables, decoder, and fresh bit reader and predictions. */
 static void setup_scan(j_decompress_ptr c)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -941,7 +937,7 @@ static void setup_scan(j_decompress_ptr c)
         e->pub.decode_mcu = dc_refine;
     else
 #if HAVE_BMI2
-        e->pub.decode_mcu = e->gfni ? ac_refine_gfni : e->bmi2 ? ac_refine_bmi2 : ac_refine;
+        e->pub.decode_mcu = e->bmi2 ? ac_refine_bmi2 : ac_refine;
 #else
         e->pub.decode_mcu = ac_refine;
 #endif
@@ -1027,9 +1023,10 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
                  */
                 if (b.nbits < 4 * LOOK)
                     fill(c, e, &b);
-                if (quick_coef(&b, t, blk, &k) && k < DCTSIZE2 && quick_coef(&b, t, blk, &k) &&
-                    k < DCTSIZE2 && quick_coef(&b, t, blk, &k) && k < DCTSIZE2 &&
-                    quick_coef(&b, t, blk, &k)) {
+                if (quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
+                    quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
+                    quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
+                    quick_coef(&b, t, blk, &k, NULL)) {
                     past_end(c, e, &b);
                     continue;
                 }
@@ -1103,7 +1100,6 @@ int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
     e->bmi2 = !(flags & SOPHON__HUFFMAN_PORTABLE) && __builtin_cpu_supports("bmi2") &&
               __builtin_cpu_supports("popcnt") && !__builtin_cpu_is("znver1") &&
               !__builtin_cpu_is("znver2");
-    e->gfni = e->bmi2 && !(flags & SOPHON__HUFFMAN_NO_GFNI) && __builtin_cpu_supports("gfni");
 #else
     (void)flags;
 #endif
@@ -1129,7 +1125,6 @@ uint64_t *sophon__huffman_want(j_decompress_ptr c, const JBLOCK *base, size_t n)
     wanted = (*c->mem->alloc_large)((j_common_ptr)c, JPOOL_IMAGE, words * sizeof(uint64_t));
     memset(e->masks, 0, n * sizeof(uint64_t));
     memset(wanted, 0, words * sizeof(uint64_t));
-    make_zz(c, e); /* ac_first reads masks back from blocks. */
     e->base = base;
     e->nblocks = n;
     e->wanted = wanted;

@@ -12,8 +12,7 @@
  * - in successive-approximation AC refinement scans (most of a progressive file's bits), it
  *   finds the nonzero coefficients of a block with one mask (SSE2) and jumps over zero runs
  *   with bit operations, instead of visiting the 63 coefficients one by one; where the CPU has
- *   a fast BMI2 pdep, it also reads each stretch of correction bits at once (their order reversed
- *   with GFNI where the CPU has it).
+ *   a fast BMI2 pdep, it also reads each stretch of correction bits at once.
  *
  * It takes the place of libjpeg's entropy module (struct jpeg_entropy_decoder, whose layout
  * libjpeg-turbo 2.1's jpegint.h gives) once jpeg_start_decompress has set libjpeg up and before
@@ -69,9 +68,8 @@ int sophon__huffman_install(j_decompress_ptr cinfo, unsigned int flags);
  */
 uint64_t *sophon__huffman_want(j_decompress_ptr cinfo, const JBLOCK *base, size_t n);
 
-/* sophon__huffman_install flags (tests): not the BMI2 refinement decoder even where the CPU has
- * it; not its GFNI bit reversal. */
+/* sophon__huffman_install flag: not the BMI2 refinement decoder even where the CPU has it (tests).
+ */
 #define SOPHON__HUFFMAN_PORTABLE 1u
-#define SOPHON__HUFFMAN_NO_GFNI  2u
 
 #endif /* SOPHON_PREP_HUFFMAN_H */

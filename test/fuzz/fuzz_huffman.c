@@ -187,18 +187,11 @@ static void run(struct run *r, const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /*
-     * This CPU's decoders, then without GFNI, then the portable ones; then this CPU's and the
-     * portable ones again with only some blocks wanted.
-     */
+    /* This CPU's decoders, then the portable ones; then both with only some blocks wanted. */
     static const struct {
         unsigned int flags;
         int region;
-    } variants[] = {{0, 0},
-                    {SOPHON__HUFFMAN_NO_GFNI, 0},
-                    {SOPHON__HUFFMAN_PORTABLE, 0},
-                    {0, 1},
-                    {SOPHON__HUFFMAN_PORTABLE, 1}};
+    } variants[] = {{0, 0}, {SOPHON__HUFFMAN_PORTABLE, 0}, {0, 1}, {SOPHON__HUFFMAN_PORTABLE, 1}};
     struct run theirs, ours;
     uint64_t hash;
     size_t i;
