@@ -116,6 +116,7 @@ struct decoder {
     size_t nblocks;
     const uint64_t *wanted;
     uint64_t *masks;
+    uint64_t band_rev; /* This scan's coefficients, coefficient z on bit 63 - z. */
 };
 
 /* Zigzag index -> natural index, with libjpeg's padding for runs past the end. */
@@ -589,7 +590,7 @@ INLINE void past_end(j_decompress_ptr c, struct decoder *e, struct bits *b)
     }
 }
 
-static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
+__attribute__((noinline)) static boolean first_block(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
@@ -706,7 +707,7 @@ INLINE int refine_symbol(j_decompress_ptr c, struct decoder *e, struct bits *b,
     return 0;
 }
 
-static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
+__attribute__((noinline)) static boolean refine_block(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
@@ -839,7 +840,8 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
  * coefficients that were nonzero before it, which nothing else in the block changes, but for a
  * run past the band's end, which libjpeg stores on coefficient 63: then they go first).
  */
-TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
+TARGET_BMI2 __attribute__((noinline)) static boolean refine_block_bmi2(j_decompress_ptr c,
+                                                                 JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;
@@ -905,6 +907,49 @@ TARGET_BMI2 static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
 #define HAVE_BMI2 0
 #endif
 
+/*
+ * Most calls of a progressive AC scan are for a block inside an end-of-band run, with nothing
+ * to read: always in a first scan, and in a refinement scan when the block has no nonzero
+ * coefficient in the band (its mask tells, without a look at the block). Those take the run's
+ * next block here, in a small function, and the decoders below only get the others.
+ */
+INLINE int quiet_block(j_decompress_ptr c, struct decoder *e, JBLOCKROW *mcu, int refine)
+{
+    if (e->eobrun == 0 || c->restart_interval != 0 || e->pub.insufficient_data)
+        return 0;
+    if (refine) {
+        size_t i = block_index(e, mcu[0]);
+
+        if (i >= e->nblocks || (e->masks[i] & e->band_rev) != 0)
+            return 0;
+    }
+    e->eobrun--;
+    return 1;
+}
+
+static boolean ac_first(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct decoder *e = (struct decoder *)c->entropy;
+
+    return quiet_block(c, e, mcu, 0) ? TRUE : first_block(c, mcu);
+}
+
+static boolean ac_refine(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct decoder *e = (struct decoder *)c->entropy;
+
+    return quiet_block(c, e, mcu, 1) ? TRUE : refine_block(c, mcu);
+}
+
+#if HAVE_BMI2
+static boolean ac_refine_bmi2(j_decompress_ptr c, JBLOCKROW *mcu)
+{
+    struct decoder *e = (struct decoder *)c->entropy;
+
+    return quiet_block(c, e, mcu, 1) ? TRUE : refine_block_bmi2(c, mcu);
+}
+#endif
+
 /* nonzero()'s tables, once. */
 static void make_zz(j_decompress_ptr c, struct decoder *e)
 {
@@ -941,6 +986,7 @@ static void setup_scan(j_decompress_ptr c)
 #else
         e->pub.decode_mcu = ac_refine;
 #endif
+    e->band_rev = (~0ull >> c->Ss) & ~(c->Se < 63 ? ~0ull >> (c->Se + 1) : 0);
     for (ci = 0; ci < c->comps_in_scan; ci++) {
         jpeg_component_info *comp = c->cur_comp_info[ci];
 
