@@ -12,20 +12,21 @@
  * median of 5 random crops per image, exact mode, weighted by 1 / cost^2) with:
  *     build/test/bench/calibrate_costs /root/.cache/sophon-corpus/list.txt 5
  * which printed: 972 images (10 skipped; 328 progressive, 234 4:4:4), median 0.090 Mpixel and
- * 0.715 ms; R^2 = 0.93, median relative error 18.1%. (Refitted after prep/huffman.c replaced
- * libjpeg's Huffman decoding; the fits before gave 0.85 ms (R^2 0.85), and 1.32 ms (R^2 0.80)
- * before the AVX2 resample and the progressive cut. Unweighted least squares lets the few large
- * photos decide and gives a negative per-pixel term.) The normalize cost is the median f32 - u8
+ * 0.631 ms; R^2 = 0.94, median relative error 21.0%. (Refitted after the coefficient masks and
+ * quick paths of prep/huffman.c; the fits before gave 0.715 ms (R^2 0.93), 0.85 ms (R^2 0.85)
+ * before prep/huffman.c replaced libjpeg's Huffman decoding, and 1.32 ms (R^2 0.80) before the
+ * AVX2 resample and the progressive cut. Unweighted least squares lets the few large photos
+ * decide and gives a negative per-pixel term.) The normalize cost is the median f32 - u8
  * difference over the same runs.
  */
 const struct sophon_cost_model sophon_cost_model_default = {
     .version = SOPHON_COST_MODEL_VERSION,
-    .a_s = 9.956e-05,
-    .per_pixel_s = 1.502e-09,
-    .per_byte_s = 8.164e-09,
-    .per_progressive_pixel_s = 3.993e-09,
-    .per_444_pixel_s = 1.021e-09,
-    .normalize_s = 0.0001392,
+    .a_s = 0.0001069,
+    .per_pixel_s = 1.077e-09,
+    .per_byte_s = 6.4e-09,
+    .per_progressive_pixel_s = 4.237e-09,
+    .per_444_pixel_s = 1.665e-10,
+    .normalize_s = 0.0001221,
 };
 
 double sophon_cost_model_decode_s(const struct sophon_record *rec,
