@@ -590,6 +590,50 @@ INLINE void past_end(j_decompress_ptr c, struct decoder *e, struct bits *b)
     }
 }
 
+/*
+ * AC coefficients k..se of one block, for a sequential scan or a progressive first AC scan:
+ * those whose code and extra bits take LOOK bits or less four at a time (a refill leaves room
+ * for four, so one check for bits covers them; their values shifted by al already), the rest
+ * one by one, each stored in blk and, with mask, noted there. Returns the zero run of the
+ * end-of-band symbol that ended the band early, or -1 if it ran to se.
+ */
+INLINE int ac_band(j_decompress_ptr c, struct decoder *e, struct bits *b, const struct htab *t,
+                   JCOEF *blk, int k, int se, int al, uint64_t *mask)
+{
+    while (k <= se) {
+        int v = 0, rs, r, s;
+
+        if (b->nbits < 4 * LOOK)
+            fill(c, e, b);
+        if (quick_coef(b, t, blk, &k, mask) && k <= se && quick_coef(b, t, blk, &k, mask) &&
+            k <= se && quick_coef(b, t, blk, &k, mask) && k <= se &&
+            quick_coef(b, t, blk, &k, mask)) {
+            past_end(c, e, b);
+            continue;
+        }
+        past_end(c, e, b);
+        if (k > se)
+            break;
+        rs = decode(c, e, b, t, &v);
+        r = (rs >> 4) & 15;
+        s = rs & 15;
+        if (s != 0) {
+            k += r;
+            if (!(rs & 0x100))
+                v = (int)((unsigned int)extend(get_bits(c, e, b, s), s) << al);
+            blk[natural[k]] = (JCOEF)v;
+            if (mask != NULL)
+                note(mask, k, (JCOEF)v);
+        } else if (r == 15) {
+            k += 15;
+        } else {
+            return r;
+        }
+        k++;
+    }
+    return -1;
+}
+
 __attribute__((noinline)) static boolean first_block(j_decompress_ptr c, JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
@@ -601,51 +645,20 @@ __attribute__((noinline)) static boolean first_block(j_decompress_ptr c, JBLOCKR
             e->eobrun--;
         } else {
             JCOEF *blk = mcu[0][0];
-            const struct htab *t = e->ac;
-            int k, Se = c->Se, Al = c->Al;
             size_t i = block_index(e, blk);
             uint64_t mask = i < e->nblocks ? e->masks[i] : 0;
+            int r;
 
             if (!wanted(e, i))
                 blk = e->unwanted;
             load(c, e, &b);
-            for (k = c->Ss; k <= Se;) {
-                int v = 0, rs, r, s;
+            r = ac_band(c, e, &b, e->ac, blk, c->Ss, c->Se, c->Al, &mask);
+            if (r >= 0) {
+                unsigned int run = 1u << r;
 
-                /* As in seq_decode: fused coefficients four at a time (their values shifted by
-                 * Al already), and the rest one by one. */
-                if (b.nbits < 4 * LOOK)
-                    fill(c, e, &b);
-                if (quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
-                    quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
-                    quick_coef(&b, t, blk, &k, &mask) && k <= Se &&
-                    quick_coef(&b, t, blk, &k, &mask)) {
-                    past_end(c, e, &b);
-                    continue;
-                }
-                past_end(c, e, &b);
-                if (k > Se)
-                    break;
-                rs = decode(c, e, &b, t, &v);
-                r = (rs >> 4) & 15;
-                s = rs & 15;
-                if (s != 0) {
-                    k += r;
-                    if (!(rs & 0x100))
-                        v = (int)((unsigned int)extend(get_bits(c, e, &b, s), s) << Al);
-                    blk[natural[k]] = (JCOEF)v;
-                    note(&mask, k, (JCOEF)v);
-                } else if (r == 15) {
-                    k += 15;
-                } else {
-                    unsigned int run = 1u << r;
-
-                    if (r != 0)
-                        run += get_bits(c, e, &b, r);
-                    e->eobrun = run - 1;
-                    break;
-                }
-                k++;
+                if (r != 0)
+                    run += get_bits(c, e, &b, r);
+                e->eobrun = run - 1;
             }
             if (i < e->nblocks)
                 e->masks[i] = mask;
@@ -851,7 +864,7 @@ TARGET_BMI2 __attribute__((noinline)) static boolean refine_block_bmi2(j_decompr
         JCOEF *blk = mcu[0][0];
         const struct htab *t = e->ac;
         int k = c->Ss, Se = c->Se, p1 = 1 << c->Al;
-        uint64_t band = from_rev(k) & ~from_rev(Se + 1), hits = 0;
+        uint64_t band = e->band_rev, hits = 0;
         size_t i = block_index(e, blk);
         uint64_t nz = (i < e->nblocks ? e->masks[i] : nonzero(e, blk)) & band;
         unsigned int run = e->eobrun;
@@ -1047,8 +1060,7 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
         load(c, e, &b);
         for (blkn = 0; blkn < c->blocks_in_MCU; blkn++) {
             JCOEF *blk = mcu != NULL ? mcu[blkn][0] : NULL;
-            const struct htab *t = e->act[blkn];
-            int v = dc_diff(c, e, &b, e->dct[blkn]), s, k;
+            int v = dc_diff(c, e, &b, e->dct[blkn]);
 
             if (e->dc_needed[blkn]) {
                 int ci = c->MCU_membership[blkn];
@@ -1060,40 +1072,8 @@ static boolean seq_decode(j_decompress_ptr c, JBLOCKROW *mcu)
             }
             if (blk == NULL || !e->ac_needed[blkn])
                 blk = e->unwanted;
-            for (k = 1; k < DCTSIZE2;) {
-                int rs, r;
-
-                /*
-                 * Most symbols are a coefficient whose code and extra bits take LOOK bits or
-                 * less, and a refill leaves room for four of them: one check for the four.
-                 */
-                if (b.nbits < 4 * LOOK)
-                    fill(c, e, &b);
-                if (quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
-                    quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
-                    quick_coef(&b, t, blk, &k, NULL) && k < DCTSIZE2 &&
-                    quick_coef(&b, t, blk, &k, NULL)) {
-                    past_end(c, e, &b);
-                    continue;
-                }
-                past_end(c, e, &b);
-                if (k >= DCTSIZE2)
-                    break;
-                rs = decode(c, e, &b, t, &v);
-                r = (rs >> 4) & 15;
-                s = rs & 15;
-                if (s != 0) {
-                    k += r;
-                    if (!(rs & 0x100))
-                        v = extend(get_bits(c, e, &b, s), s);
-                    blk[natural[k]] = (JCOEF)v;
-                } else if (r == 15) {
-                    k += 15;
-                } else {
-                    break;
-                }
-                k++;
-            }
+            /* An end of block (any zero run but 15) ends it, with no bits of its own. */
+            ac_band(c, e, &b, e->act[blkn], blk, 1, DCTSIZE2 - 1, 0, NULL);
         }
         save(c, e, &b);
     }
