@@ -19,7 +19,7 @@ struct jvirt_barray_control {
     JDIMENSION nrows;     /* Rows in the array. */
     JDIMENSION blocks;    /* Blocks per row. */
     JDIMENSION maxaccess; /* Most rows accessed at once. */
-    void *map;            /* The mapping of an array of 2 MB or more, and its length. */
+    void *map;            /* The mapping of the arrays realized with it, and its length. */
     size_t maplen;
     struct jvirt_barray_control *next;
 };

@@ -98,11 +98,6 @@ static void on_output_message(j_common_ptr cinfo)
     (void)cinfo;
 }
 
-/*
- * Called by libjpeg at each SOS while absorbing input (and per iMCU row): refuse files with more
- * scans than allowed before the work of decoding them is done, and install the fast progressive
- * Huffman decoder when asked.
- */
 /* Set bits [from, to) of a bitmap. */
 static void set_bits(uint64_t *bits, size_t from, size_t to)
 {
@@ -155,6 +150,11 @@ static void want_blocks(struct sophon__jpeg *j)
     }
 }
 
+/*
+ * Called by libjpeg at each SOS while absorbing input (and per iMCU row): refuse files with more
+ * scans than allowed before the work of decoding them is done, and install huffman.h's decoder
+ * (telling it which blocks will be read) when asked.
+ */
 static void on_progress(j_common_ptr cinfo)
 {
     struct sophon__jpeg *j = (struct sophon__jpeg *)cinfo->err;
