@@ -193,8 +193,7 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
     }
 }
 
-int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max,
-                  uint64_t *out)
+int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max, uint64_t *out)
 {
     char *end;
     if (s == NULL || *s < '0' || *s > '9') {
@@ -375,9 +374,9 @@ int cli_parse_rate(const char *s, double *out)
     static const struct {
         const char *unit;
         double factor;
-    } units[] = {{"", 1},           {"B", 1},           {"KB", 1e3},       {"MB", 1e6},
-                 {"GB", 1e9},       {"bit", 1.0 / 8},   {"Kbit", 1e3 / 8}, {"kbit", 1e3 / 8},
-                 {"Mbit", 1e6 / 8}, {"mbit", 1e6 / 8},  {"Gbit", 1e9 / 8}, {"gbit", 1e9 / 8},
+    } units[] = {{"", 1},           {"B", 1},          {"KB", 1e3},       {"MB", 1e6},
+                 {"GB", 1e9},       {"bit", 1.0 / 8},  {"Kbit", 1e3 / 8}, {"kbit", 1e3 / 8},
+                 {"Mbit", 1e6 / 8}, {"mbit", 1e6 / 8}, {"Gbit", 1e9 / 8}, {"gbit", 1e9 / 8},
                  {"Tbit", 1e12 / 8}};
     char unit[16];
     size_t n = strcspn(end, "/p");

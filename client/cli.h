@@ -28,12 +28,16 @@ struct cli {
 /* Long options every subcommand accepts; their getopt values are below 0x100. */
 #define CLI_COMMON_SHORTOPTS "c:n:p:N:h"
 enum { CLI_OPT_ID = 0x100, CLI_OPT_KEYRING, CLI_OPT_FIRST_OWN };
+/* clang-format off */
 #define CLI_COMMON_LONGOPTS                                                                        \
-    {"conf", required_argument, NULL, 'c'}, {"id", required_argument, NULL, CLI_OPT_ID},          \
-        {"name", required_argument, NULL, 'n'},                                                    \
-        {"keyring", required_argument, NULL, CLI_OPT_KEYRING},                                     \
-        {"pool", required_argument, NULL, 'p'}, {"namespace", required_argument, NULL, 'N'},     \
-        {"help", no_argument, NULL, 'h'}
+    {"conf", required_argument, NULL, 'c'},                                                        \
+    {"id", required_argument, NULL, CLI_OPT_ID},                                                   \
+    {"name", required_argument, NULL, 'n'},                                                        \
+    {"keyring", required_argument, NULL, CLI_OPT_KEYRING},                                         \
+    {"pool", required_argument, NULL, 'p'},                                                        \
+    {"namespace", required_argument, NULL, 'N'},                                                   \
+    {"help", no_argument, NULL, 'h'}
+/* clang-format on */
 
 #define CLI_COMMON_HELP                                                                            \
     "Connection options (as the rados tool):\n"                                                    \
@@ -116,15 +120,18 @@ enum {
     CLI_OPT_FAST,
     CLI_OPT_FIRST_CMD,
 };
+/* clang-format off */
 #define CLI_PREP_LONGOPTS                                                                          \
     {"box", required_argument, NULL, CLI_OPT_BOX},                                                 \
-        {"seed", required_argument, NULL, CLI_OPT_SEED},                                           \
-        {"epoch", required_argument, NULL, CLI_OPT_EPOCH},                                         \
-        {"index", required_argument, NULL, CLI_OPT_INDEX},                                         \
-        {"size", required_argument, NULL, CLI_OPT_SIZE},                                           \
-        {"flip", no_argument, NULL, CLI_OPT_FLIP},                                                 \
-        {"format", required_argument, NULL, CLI_OPT_FORMAT},                                       \
-        {"fast", no_argument, NULL, CLI_OPT_FAST}, {"output", required_argument, NULL, 'o'}
+    {"seed", required_argument, NULL, CLI_OPT_SEED},                                               \
+    {"epoch", required_argument, NULL, CLI_OPT_EPOCH},                                             \
+    {"index", required_argument, NULL, CLI_OPT_INDEX},                                             \
+    {"size", required_argument, NULL, CLI_OPT_SIZE},                                               \
+    {"flip", no_argument, NULL, CLI_OPT_FLIP},                                                     \
+    {"format", required_argument, NULL, CLI_OPT_FORMAT},                                           \
+    {"fast", no_argument, NULL, CLI_OPT_FAST},                                                     \
+    {"output", required_argument, NULL, 'o'}
+/* clang-format on */
 
 #define CLI_PREP_HELP                                                                              \
     "Request options:\n"                                                                           \

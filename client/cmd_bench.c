@@ -33,7 +33,7 @@ struct object {
 struct op {
     rados_completion_t c;
     rados_read_op_t rop;
-    char *buf;     /* read: our buffer; prep: librados' */
+    char *buf; /* read: our buffer; prep: librados' */
     size_t len;
     size_t bytes_read;
     int prval;
@@ -188,9 +188,9 @@ static void report(const char *what, const struct totals *t)
     char cpu[32] = "-";
     if (t->osd_cpu_ns > 0 && ok > 0)
         snprintf(cpu, sizeof(cpu), "%.2f", (double)t->osd_cpu_ns / 1e6 / (double)ok);
-    printf("%-5s %8llu %9.1f %10.1f %10.1f %9.3f %9.1f %11s", what,
-           (unsigned long long)t->calls, t->calls / t->secs, (double)t->stored / 1e6,
-           (double)t->received / 1e6, (double)t->received / (double)(t->stored ? t->stored : 1),
+    printf("%-5s %8llu %9.1f %10.1f %10.1f %9.3f %9.1f %11s", what, (unsigned long long)t->calls,
+           t->calls / t->secs, (double)t->stored / 1e6, (double)t->received / 1e6,
+           (double)t->received / (double)(t->stored ? t->stored : 1),
            (double)t->received / 1e6 / t->secs, cpu);
     if (t->failed > 0)
         printf("  (%llu failed)", (unsigned long long)t->failed);
@@ -200,14 +200,13 @@ static void report(const char *what, const struct totals *t)
 int cmd_bench(int argc, char **argv)
 {
     enum { OPT_OBJECTS = CLI_OPT_FIRST_CMD, OPT_PREFIX, OPT_JOBS, OPT_REPEAT };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        CLI_PREP_LONGOPTS,
-        {"objects", required_argument, NULL, OPT_OBJECTS},
-        {"prefix", required_argument, NULL, OPT_PREFIX},
-        {"jobs", required_argument, NULL, OPT_JOBS},
-        {"repeat", required_argument, NULL, OPT_REPEAT},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+                                             CLI_PREP_LONGOPTS,
+                                             {"objects", required_argument, NULL, OPT_OBJECTS},
+                                             {"prefix", required_argument, NULL, OPT_PREFIX},
+                                             {"jobs", required_argument, NULL, OPT_JOBS},
+                                             {"repeat", required_argument, NULL, OPT_REPEAT},
+                                             {NULL, 0, NULL, 0}};
     struct cli c = {.prog = "sophon bench"};
     struct cli_prep o;
     struct object *objs = NULL;
@@ -275,8 +274,8 @@ int cmd_bench(int argc, char **argv)
             free(objs[i].name);
             continue;
         }
-        objs[usable++] = (struct object){objs[i].name, pr.object_size, pr.info.width,
-                                         pr.info.height};
+        objs[usable++] =
+            (struct object){objs[i].name, pr.object_size, pr.info.width, pr.info.height};
     }
     scanned = n;
     n = usable;

@@ -30,8 +30,8 @@ static const char usage[] =
     "                          dataset's calibration, else 1)\n"
     "      --policy P          none, all, resize, sophon, selective (default), oracle\n"
     "      --compare           every policy (the default when --policy is not given)\n"
-    "      --out FILE.csv      the chosen policy's plan: object name and stage per line\n\n"
-    CLI_COMMON_HELP;
+    "      --out FILE.csv      the chosen policy's plan: object name and stage per "
+    "line\n\n" CLI_COMMON_HELP;
 
 static void print_row(const struct sophon_plan *p)
 {

@@ -75,8 +75,8 @@ static int save(const struct cli *c, const struct cli_prep *o, const struct soph
 }
 
 /* Runs the request on jpeg bytes here; prints and saves. Returns the exit code. */
-static int prep_here(const struct cli *c, struct cli_prep *o, const char *name,
-                     const uint8_t *jpeg, size_t len)
+static int prep_here(const struct cli *c, struct cli_prep *o, const char *name, const uint8_t *jpeg,
+                     size_t len)
 {
     struct sophon_probe_info info;
     struct sophon_response h;
@@ -114,9 +114,10 @@ static int parse(int argc, char **argv, struct cli *c, struct cli_prep *o, int *
                  const char *usage, int *code)
 {
     enum { OPT_LOCAL = CLI_OPT_FIRST_CMD };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS, CLI_PREP_LONGOPTS, {"local", no_argument, NULL, OPT_LOCAL},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+                                             CLI_PREP_LONGOPTS,
+                                             {"local", no_argument, NULL, OPT_LOCAL},
+                                             {NULL, 0, NULL, 0}};
     int opt, r;
 
     cli_prep_init(o);
@@ -174,13 +175,13 @@ static void exec_error(struct cli *c, const char *oid, int err)
 {
     struct sophon_class_version v;
     if (err == -EOPNOTSUPP && sophon_class_version_get(&v, c->io, oid) == 0) {
-        cli_error(c, "sophon.prep on %s: not supported (EOPNOTSUPP): a JPEG of a kind sophon "
-                     "does not decode (12-bit, lossless, unusual components), as Pillow neither",
+        cli_error(c,
+                  "sophon.prep on %s: not supported (EOPNOTSUPP): a JPEG of a kind sophon "
+                  "does not decode (12-bit, lossless, unusual components), as Pillow neither",
                   oid);
         return;
     }
-    if (err == -EOPNOTSUPP || err == -EPERM || err == -EACCES || err == -ENOENT ||
-        err == -EPROTO) {
+    if (err == -EOPNOTSUPP || err == -EPERM || err == -EACCES || err == -ENOENT || err == -EPROTO) {
         cli_class_error(c, "sophon.prep", oid, err);
         return;
     }

@@ -17,14 +17,13 @@ static const char usage[] =
     "Prints each JPEG's header facts without decoding it: size, components, subsampling,\n"
     "progressive, colour space, and the time the header took. Local files also get their scan\n"
     "count (a walk over the whole file, not included in that time). With -p, the OSD holding\n"
-    "each object reads its header.\n\n"
-    CLI_COMMON_HELP;
+    "each object reads its header.\n\n" CLI_COMMON_HELP;
 
 static void print_info(const char *name, const struct sophon_probe_info *i, uint64_t bytes,
                        double usec)
 {
-    printf("%s: %ux%u, %u component%s, %s, %s %s, %u-bit", name, i->width, i->height,
-           i->components, i->components == 1 ? "" : "s", sophon_colorspace_name(i->colorspace),
+    printf("%s: %ux%u, %u component%s, %s, %s %s, %u-bit", name, i->width, i->height, i->components,
+           i->components == 1 ? "" : "s", sophon_colorspace_name(i->colorspace),
            sophon_subsampling_name(i->subsampling), i->progressive ? "progressive" : "baseline",
            i->bits);
     if (i->scans > 0)

@@ -29,8 +29,8 @@ static const char usage[] =
     "      --sample K      objects prepared in the OSDs and here to calibrate (default 16, 0: no)\n"
     "      --jobs J        operations in flight (default 32)\n"
     "      --export FILE   write the dataset's records as CSV (after profiling, if -p is given)\n"
-    "      --import FILE   store the records of a CSV file into the index instead of profiling\n\n"
-    CLI_COMMON_HELP;
+    "      --import FILE   store the records of a CSV file into the index instead of "
+    "profiling\n\n" CLI_COMMON_HELP;
 
 struct item {
     char *name;
@@ -292,8 +292,8 @@ static int import_csv(struct cli *c, const char *dataset, const char *path)
     for (size_t i = 0; e != NULL && i < n; i++) {
         const struct sophon_record *rec = sophon_records_get(set, i);
         /* No mtime is known: the next profile checks these objects again. */
-        e[i] = (struct sophon_index_entry){.name = rec->name, .record = rec,
-                                           .size = rec->stored_bytes, .mtime = -1};
+        e[i] = (struct sophon_index_entry){
+            .name = rec->name, .record = rec, .size = rec->stored_bytes, .mtime = -1};
     }
     r = e == NULL ? -ENOMEM : sophon__index_write(c->io, dataset, e, n);
     free(e);
@@ -324,8 +324,8 @@ static int export_csv(struct cli *c, const char *dataset, const char *path)
         return -1;
     }
     fclose(f);
-    printf("exported %zu records of dataset %s to %s\n", sophon_records_count(ds.records),
-           dataset, path);
+    printf("exported %zu records of dataset %s to %s\n", sophon_records_count(ds.records), dataset,
+           path);
     sophon__dataset_free(&ds);
     return 0;
 }
@@ -340,15 +340,14 @@ int cmd_profile(int argc, char **argv)
         OPT_EXPORT,
         OPT_IMPORT
     };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"dataset", required_argument, NULL, OPT_DATASET},
-        {"list", required_argument, NULL, OPT_LIST},
-        {"sample", required_argument, NULL, OPT_SAMPLE},
-        {"jobs", required_argument, NULL, OPT_JOBS},
-        {"export", required_argument, NULL, OPT_EXPORT},
-        {"import", required_argument, NULL, OPT_IMPORT},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+                                             {"dataset", required_argument, NULL, OPT_DATASET},
+                                             {"list", required_argument, NULL, OPT_LIST},
+                                             {"sample", required_argument, NULL, OPT_SAMPLE},
+                                             {"jobs", required_argument, NULL, OPT_JOBS},
+                                             {"export", required_argument, NULL, OPT_EXPORT},
+                                             {"import", required_argument, NULL, OPT_IMPORT},
+                                             {NULL, 0, NULL, 0}};
     struct cli c = {.prog = "sophon profile"};
     const char *dataset = NULL, *list = NULL, *export_path = NULL, *import_path = NULL;
     uint64_t sample = 16, jobs = 32;
@@ -467,8 +466,8 @@ int cmd_profile(int argc, char **argv)
             rejected++;
             continue;
         }
-        entries[ne] = (struct sophon_index_entry){.name = it->name, .record = rec,
-                                                  .size = it->size, .mtime = it->mtime};
+        entries[ne] = (struct sophon_index_entry){
+            .name = it->name, .record = rec, .size = it->size, .mtime = it->mtime};
         ne++;
     }
     r = sophon__index_write(c.io, dataset, entries, ne);

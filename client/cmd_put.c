@@ -115,8 +115,8 @@ static int register_objects(struct cli *c, const char *dataset, const struct fil
         const char *slash = strchr(f->name, '/');
         if (labels && slash == NULL)
             unlabelled++;
-        owned[n] = labels && slash != NULL ? strndup(f->name, (size_t)(slash - f->name))
-                                           : strdup("");
+        owned[n] =
+            labels && slash != NULL ? strndup(f->name, (size_t)(slash - f->name)) : strdup("");
         if (owned[n] == NULL) {
             r = -ENOMEM;
             goto done;
@@ -157,8 +157,9 @@ static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *
         if (pr->tty)
             fputs("\r\033[K", stderr);
         if (r == -EPERM || r == -EACCES)
-            cli_error(c, "writing %s to pool %s: permission denied: the key needs 'w' in its osd "
-                         "caps for this pool",
+            cli_error(c,
+                      "writing %s to pool %s: permission denied: the key needs 'w' in its osd "
+                      "caps for this pool",
                       s->f->name, c->pool);
         else
             cli_error(c, "writing %s failed: %s", s->f->name, strerror(-r));
@@ -227,8 +228,8 @@ int cmd_put(int argc, char **argv)
             }
         } else {
             const char *base = strrchr(argv[i], '/');
-            if (add_file(&files, argv[i], base != NULL ? base + 1 : argv[i],
-                         (uint64_t)st.st_size) < 0) {
+            if (add_file(&files, argv[i], base != NULL ? base + 1 : argv[i], (uint64_t)st.st_size) <
+                0) {
                 cli_error(&c, "out of memory");
                 goto done;
             }
@@ -300,7 +301,7 @@ int cmd_put(int argc, char **argv)
                   dataset != NULL ? dataset : c.pool, strerror(-r));
         failed++;
     }
-    printf("stored %llu objects (%.1f MB) in pool %s in %.1f s (%.1f MB/s)", 
+    printf("stored %llu objects (%.1f MB) in pool %s in %.1f s (%.1f MB/s)",
            (unsigned long long)stored, (double)bytes / 1e6, c.pool, secs,
            secs > 0 ? (double)bytes / 1e6 / secs : 0.0);
     if (skipped > 0)

@@ -57,8 +57,9 @@ int cmd_version(int argc, char **argv)
            sophon_version_format(vbuf, sizeof(vbuf), v.class_version), (unsigned)v.wire_version,
            oid, c.pool);
     if (v.wire_version != sophon_wire_version()) {
-        cli_error(&c, "wire format mismatch: the class speaks %u, this client %u; deploy the "
-                      "same sophon version on the OSDs and the clients",
+        cli_error(&c,
+                  "wire format mismatch: the class speaks %u, this client %u; deploy the "
+                  "same sophon version on the OSDs and the clients",
                   (unsigned)v.wire_version, (unsigned)sophon_wire_version());
         return 1;
     }

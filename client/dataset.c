@@ -171,8 +171,7 @@ int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double st
 }
 
 /* Calls fn for every key with prefix (the prefix stripped from the key), in key order. */
-typedef int (*omap_fn)(void *arg, const char *key, size_t key_len, const char *val,
-                       size_t val_len);
+typedef int (*omap_fn)(void *arg, const char *key, size_t key_len, const char *val, size_t val_len);
 
 static int omap_each(rados_ioctx_t io, const char *dataset, const char *prefix, omap_fn fn,
                      void *arg)
@@ -402,8 +401,8 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
         while (m < nmembers && strcmp(members[m].name, name) < 0)
             m++;
         if (m < nmembers && strcmp(members[m].name, name) == 0 && members[m].label[0] != '\0') {
-            char **c = bsearch(&members[m].label, out->classes, out->nclasses, sizeof(char *),
-                               by_class);
+            char **c =
+                bsearch(&members[m].label, out->classes, out->nclasses, sizeof(char *), by_class);
             out->labels[i] = c != NULL ? (int32_t)(c - out->classes) : -1;
         }
     }

@@ -35,7 +35,7 @@ struct sophon_dataset {
 /* An entry to write into an index: any of label, record, stamp may be NULL / 0. */
 struct sophon_index_entry {
     const char *name;
-    const char *label;                 /* o/ key; NULL: not written */
+    const char *label;                  /* o/ key; NULL: not written */
     const struct sophon_record *record; /* r/ key; NULL: not written */
     uint64_t size;                      /* s/ key, with mtime, when record != NULL */
     int64_t mtime;

@@ -40,8 +40,8 @@ static void usage(FILE *f)
  * subcommand's name. */
 static int takes_value(const char *arg)
 {
-    static const char *const with_value[] = {"-c", "--conf", "--id", "-n", "--name", "--keyring",
-                                             "-p", "--pool", "-N", "--namespace"};
+    static const char *const with_value[] = {"-c",        "--conf", "--id",   "-n", "--name",
+                                             "--keyring", "-p",     "--pool", "-N", "--namespace"};
     for (size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
         if (strcmp(arg, with_value[i]) == 0)
             return 1;

@@ -106,9 +106,8 @@ done:
     return r;
 }
 
-int sophon__write_output(const char *path, const struct sophon_response *h,
-                         const uint8_t *payload, const struct sophon_prep_params *p, char *err,
-                         size_t errlen)
+int sophon__write_output(const char *path, const struct sophon_response *h, const uint8_t *payload,
+                         const struct sophon_prep_params *p, char *err, size_t errlen)
 {
     int image = ends_with(path, ".ppm") ? 1 : ends_with(path, ".png") ? 2 : 0;
     uint8_t *converted = NULL;

@@ -7,11 +7,11 @@
 #include <stdint.h>
 
 struct progress {
-    const char *what;  /* "put", "profile", ... */
-    uint64_t total;    /* items expected, 0 if unknown */
-    uint64_t done;     /* items finished */
-    uint64_t bytes;    /* bytes moved so far */
-    double t0, last;   /* monotonic seconds */
+    const char *what; /* "put", "profile", ... */
+    uint64_t total;   /* items expected, 0 if unknown */
+    uint64_t done;    /* items finished */
+    uint64_t bytes;   /* bytes moved so far */
+    double t0, last;  /* monotonic seconds */
     int tty;
 };
 

@@ -76,8 +76,7 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
     return 0;
 }
 
-int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid,
-                        size_t max)
+int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid, size_t max)
 {
     uint64_t size;
     time_t mtime;

@@ -30,7 +30,6 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
                        const struct sophon_prep_params *p, char *err, size_t errlen);
 
 /* Reads a whole object into a malloc'ed buffer (at most max bytes: -EFBIG past that). */
-int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid,
-                        size_t max);
+int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid, size_t max);
 
 #endif

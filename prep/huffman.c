@@ -854,7 +854,7 @@ take_hits(j_decompress_ptr c, struct decoder *e, struct bits *b, uint64_t todo)
  * run past the band's end, which libjpeg stores on coefficient 63: then they go first).
  */
 TARGET_BMI2 __attribute__((noinline)) static boolean refine_block_bmi2(j_decompress_ptr c,
-                                                                 JBLOCKROW *mcu)
+                                                                       JBLOCKROW *mcu)
 {
     struct decoder *e = (struct decoder *)c->entropy;
     struct bits b;

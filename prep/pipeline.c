@@ -36,7 +36,7 @@ struct pipeline {
     const uint8_t **rowp;
     int32_t *acc;
     uint8_t *orow;
-    uint32_t next_out; /* Next output row to produce. */
+    uint32_t next_out;  /* Next output row to produce. */
     float norm[3][256]; /* f32 output: normalize() of every channel value. */
 };
 

@@ -193,8 +193,8 @@ void sophon__resample_h(uint8_t *dst, const uint8_t *src, const struct sophon__c
     sophon__resample_h_scalar(dst, src, c);
 }
 
-void sophon__resample_v_scalar(uint8_t *dst, const uint8_t *const *rows, size_t n,
-                               const int32_t *k, uint32_t cnt, int32_t *acc)
+void sophon__resample_v_scalar(uint8_t *dst, const uint8_t *const *rows, size_t n, const int32_t *k,
+                               uint32_t cnt, int32_t *acc)
 {
     uint32_t y;
     size_t i;

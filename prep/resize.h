@@ -85,16 +85,16 @@ void sophon__resample_v(uint8_t *dst, const uint8_t *const *rows, size_t n,
 
 /* The vertical pass's kernel on rows[0..cnt) with weights k: scalar (acc is n int32_t of
  * scratch) and AVX2 (no scratch). */
-void sophon__resample_v_scalar(uint8_t *dst, const uint8_t *const *rows, size_t n,
-                               const int32_t *k, uint32_t cnt, int32_t *acc);
+void sophon__resample_v_scalar(uint8_t *dst, const uint8_t *const *rows, size_t n, const int32_t *k,
+                               uint32_t cnt, int32_t *acc);
 
 /* sophon__have_avx2 - whether this CPU runs the AVX2 passes. */
 int sophon__have_avx2(void);
 
 #if SOPHON__HAVE_AVX2
 void sophon__resample_h_avx2(uint8_t *dst, const uint8_t *src, const struct sophon__coeffs *c);
-void sophon__resample_v_avx2(uint8_t *dst, const uint8_t *const *rows, size_t n,
-                             const int32_t *k, uint32_t cnt);
+void sophon__resample_v_avx2(uint8_t *dst, const uint8_t *const *rows, size_t n, const int32_t *k,
+                             uint32_t cnt);
 #endif
 
 #endif /* SOPHON_PREP_RESIZE_H */

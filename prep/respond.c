@@ -39,8 +39,8 @@ int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t le
                      (unsigned long long)size);
         return -ERANGE;
     }
-    int r = sophon_prep_run(out + SOPHON_RESPONSE_HDR_LEN, cap - SOPHON_RESPONSE_HDR_LEN, jpeg,
-                            len, p, lim, err, errlen);
+    int r = sophon_prep_run(out + SOPHON_RESPONSE_HDR_LEN, cap - SOPHON_RESPONSE_HDR_LEN, jpeg, len,
+                            p, lim, err, errlen);
     if (r < 0)
         return r;
     struct sophon_response h = {

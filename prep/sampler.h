@@ -19,7 +19,9 @@ struct sophon_crop_policy {
     double flip_p;               /* probability of a horizontal flip */
 };
 
+/* clang-format off */
 #define SOPHON_CROP_POLICY_INIT {0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0, 0.5}
+/* clang-format on */
 
 /*
  * Sets p's box and flip for sample `index` of `epoch`, for an image of width x height (both > 0),

@@ -135,8 +135,7 @@ static int params_valid(const struct sophon_prep_params *p)
     if (p->box_w == 0 || p->box_h == 0 || (uint64_t)p->box_x + p->box_w > UINT32_MAX ||
         (uint64_t)p->box_y + p->box_h > UINT32_MAX)
         return 0;
-    if (p->out_w == 0 || p->out_h == 0 || p->out_w > SOPHON_MAX_SIDE ||
-        p->out_h > SOPHON_MAX_SIDE)
+    if (p->out_w == 0 || p->out_h == 0 || p->out_w > SOPHON_MAX_SIDE || p->out_h > SOPHON_MAX_SIDE)
         return 0;
     if (p->format != SOPHON_FORMAT_U8 && p->format != SOPHON_FORMAT_F32)
         return 0;
@@ -244,8 +243,8 @@ int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_
     return SOPHON_RESPONSE_HDR_LEN;
 }
 
-int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
-                           const uint8_t *buf, size_t len)
+int sophon_response_decode(struct sophon_response *out, const uint8_t **payload, const uint8_t *buf,
+                           size_t len)
 {
     struct sophon_response r;
     uint16_t hdr_len;

@@ -15,7 +15,7 @@
 #include "prep.h"
 
 /* Reply of the class method `version`: "SPHV". */
-#define SOPHON_VERSION_MAGIC 0x56485053u
+#define SOPHON_VERSION_MAGIC   0x56485053u
 #define SOPHON_VERSION_MSG_LEN 16
 
 struct sophon_version_info {
@@ -40,7 +40,7 @@ const char *sophon_version_format(char *buf, size_t len, uint32_t packed);
  * Carries every parameter explicitly; the OSD draws nothing at random.
  */
 #define SOPHON_REQUEST_MAGIC 0x51485053u
-#define SOPHON_REQUEST_LEN 60
+#define SOPHON_REQUEST_LEN   60
 
 /* Encodes p. Returns SOPHON_REQUEST_LEN, -ERANGE if cap is too small, -EINVAL if p is not a
  * request that sophon_request_decode() would accept. */
@@ -55,13 +55,13 @@ int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_par
 int sophon_request_decode(struct sophon_prep_params *out, const uint8_t *buf, size_t len);
 
 /* The prep response ("SPHR"): a header, then the output bytes. */
-#define SOPHON_RESPONSE_MAGIC 0x52485053u
+#define SOPHON_RESPONSE_MAGIC   0x52485053u
 #define SOPHON_RESPONSE_HDR_LEN 48
 
 struct sophon_response {
-    uint8_t format;        /* enum sophon_format of the payload */
-    uint8_t flip, fast;    /* as requested */
-    uint8_t channels;      /* 3 */
+    uint8_t format;     /* enum sophon_format of the payload */
+    uint8_t flip, fast; /* as requested */
+    uint8_t channels;   /* 3 */
     uint32_t width, height;
     uint64_t cpu_ns;       /* thread CPU time the preparation took where it ran */
     uint64_t source_bytes; /* bytes of the stored object */
@@ -76,8 +76,8 @@ uint64_t sophon_response_payload_size(const struct sophon_response *r);
 int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r);
 
 /* Decodes a response; *payload points into buf. Returns 0 or -EINVAL. */
-int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
-                           const uint8_t *buf, size_t len);
+int sophon_response_decode(struct sophon_response *out, const uint8_t **payload, const uint8_t *buf,
+                           size_t len);
 
 /* Bytes of the whole response (header and output) to a request p; 0 if p is invalid. */
 uint64_t sophon_response_size(const struct sophon_prep_params *p);
@@ -95,7 +95,7 @@ int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t le
                         char *err, size_t errlen);
 
 /* The probe reply ("SPHP"): the header facts of a stored JPEG and the object's size. */
-#define SOPHON_PROBE_MAGIC 0x50485053u
+#define SOPHON_PROBE_MAGIC   0x50485053u
 #define SOPHON_PROBE_MSG_LEN 40
 
 struct sophon_probe_reply {

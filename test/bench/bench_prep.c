@@ -20,7 +20,7 @@
 #include "read_file.h"
 
 /* Buckets: source size class x coding, each with an "any" row (see bench_pillow.py). */
-#define NSIZES 4
+#define NSIZES   4
 #define NCODINGS 3
 
 static const char *const size_names[NSIZES] = {"<1MP", "1-4MP", ">=4MP", "any"};

@@ -217,11 +217,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         extra = !theirs.progressive && ours.bad_codes > theirs.bad_codes;
         hash = ours.region ? theirs.region_hash : theirs.hash;
         if (theirs.failed != ours.failed ||
-            (!theirs.failed &&
-             (theirs.warnings != ours.warnings ||
-              (!extra && hash != (ours.region ? ours.region_hash : ours.hash)) ||
-              (theirs.progressive ? theirs.bad_codes != ours.bad_codes
-                                  : theirs.bad_codes > ours.bad_codes)))) {
+            (!theirs.failed && (theirs.warnings != ours.warnings ||
+                                (!extra && hash != (ours.region ? ours.region_hash : ours.hash)) ||
+                                (theirs.progressive ? theirs.bad_codes != ours.bad_codes
+                                                    : theirs.bad_codes > ours.bad_codes)))) {
             fprintf(stderr,
                     "huffman.c (flags %u, region %d) differs from libjpeg: failed %d/%d, "
                     "hash %016llx/%016llx, warnings %d/%d (libjpeg/ours, installed %d)\n",

@@ -58,8 +58,8 @@ static int errno_by_name(const char *name)
     static const struct {
         const char *name;
         int value;
-    } names[] = {{"0", 0},           {"EBADMSG", EBADMSG}, {"EOPNOTSUPP", EOPNOTSUPP},
-                 {"E2BIG", E2BIG},   {"EFBIG", EFBIG},     {"EINVAL", EINVAL}};
+    } names[] = {{"0", 0},         {"EBADMSG", EBADMSG}, {"EOPNOTSUPP", EOPNOTSUPP},
+                 {"E2BIG", E2BIG}, {"EFBIG", EFBIG},     {"EINVAL", EINVAL}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i].name) == 0)
             return -names[i].value;
@@ -309,8 +309,8 @@ static void malformed_requests(void **state)
 /* ---- concurrency ---- */
 
 #define CLIENTS 16
-#define CALLS 200
-#define CASES 4
+#define CALLS   200
+#define CASES   4
 
 struct job {
     char oid[64];
@@ -481,18 +481,17 @@ static void corpus(void **state)
         if (rl < 0) {
             refused++;
         } else {
-            assert_true(info.width == pr.info.width && info.height == pr.info.height &&
-                        info.components == pr.info.components &&
-                        info.progressive == pr.info.progressive &&
-                        info.colorspace == pr.info.colorspace &&
-                        info.subsampling == pr.info.subsampling && info.bits == pr.info.bits &&
-                        info.scans == pr.info.scans);
+            assert_true(
+                info.width == pr.info.width && info.height == pr.info.height &&
+                info.components == pr.info.components && info.progressive == pr.info.progressive &&
+                info.colorspace == pr.info.colorspace && info.subsampling == pr.info.subsampling &&
+                info.bits == pr.info.bits && info.scans == pr.info.scans);
             assert_int_equal(pr.object_size, len);
             /* Three random boxes (one flipped, one not, one either) and the f32 tensor. */
             for (int k = 0; k < 4; k++) {
                 struct sophon_prep_params p = box_params(0, 0, 1, 1);
-                sophon_draw_crop(&p, 2024, 0, (uint64_t)(images * 4 + k), info.width,
-                                 info.height, NULL);
+                sophon_draw_crop(&p, 2024, 0, (uint64_t)(images * 4 + k), info.width, info.height,
+                                 NULL);
                 if (k < 2)
                     p.flip = (uint8_t)k;
                 if (k == 3)
@@ -500,8 +499,8 @@ static void corpus(void **state)
                 uint32_t crc = 0;
                 int r = same_both_ways(&c, oid, jpeg, len, &p, &crc);
                 if (r == 0 && p.format == SOPHON_FORMAT_U8)
-                    fprintf(tsv, "%s\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%08x\n", path, p.box_x,
-                            p.box_y, p.box_w, p.box_h, p.out_w, p.out_h, p.flip, crc);
+                    fprintf(tsv, "%s\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%08x\n", path, p.box_x, p.box_y,
+                            p.box_w, p.box_h, p.out_w, p.out_h, p.flip, crc);
                 else if (r < 0)
                     fprintf(stderr, "  refused %s: %d\n", path, r);
                 cases++;

@@ -90,9 +90,8 @@ static void read_only_key_gets_eperm(void **state)
     /* The key may read the object... */
     assert_int_equal(rados_read(ro.io, "test.version", buf, sizeof(buf), 0), 1);
     /* ...but not call the class on it. */
-    assert_int_equal(rados_exec(ro.io, "test.version", "sophon", "version", NULL, 0, buf,
-                                sizeof(buf)),
-                     -EPERM);
+    assert_int_equal(
+        rados_exec(ro.io, "test.version", "sophon", "version", NULL, 0, buf, sizeof(buf)), -EPERM);
     assert_int_equal(sophon_class_version_get(&v, ro.io, "test.version"), -EPERM);
     disconnect(&ro);
     (void)c;
@@ -103,9 +102,9 @@ static void unknown_method_gets_eopnotsupp(void **state)
     struct conn *c = *state;
     char buf[64];
 
-    assert_int_equal(rados_exec(c->io, "test.version", "sophon", "no_such_method", NULL, 0, buf,
-                                sizeof(buf)),
-                     -EOPNOTSUPP);
+    assert_int_equal(
+        rados_exec(c->io, "test.version", "sophon", "no_such_method", NULL, 0, buf, sizeof(buf)),
+        -EOPNOTSUPP);
 }
 
 static void unknown_class_gets_eopnotsupp(void **state)
@@ -113,8 +112,8 @@ static void unknown_class_gets_eopnotsupp(void **state)
     struct conn *c = *state;
     char buf[64];
 
-    assert_int_equal(rados_exec(c->io, "test.version", "sophon_no_such_class", "version", NULL,
-                                0, buf, sizeof(buf)),
+    assert_int_equal(rados_exec(c->io, "test.version", "sophon_no_such_class", "version", NULL, 0,
+                                buf, sizeof(buf)),
                      -EOPNOTSUPP);
 }
 
@@ -124,9 +123,9 @@ static void missing_object_gets_enoent(void **state)
     char buf[64];
     struct sophon_class_version v;
 
-    assert_int_equal(rados_exec(c->io, "test.no-such-object", "sophon", "version", NULL, 0, buf,
-                                sizeof(buf)),
-                     -ENOENT);
+    assert_int_equal(
+        rados_exec(c->io, "test.no-such-object", "sophon", "version", NULL, 0, buf, sizeof(buf)),
+        -ENOENT);
     assert_int_equal(sophon_class_version_get(&v, c->io, "test.no-such-object"), -ENOENT);
 }
 
@@ -135,9 +134,8 @@ static void small_reply_buffer_gets_erange(void **state)
     struct conn *c = *state;
     char buf[4];
 
-    assert_int_equal(rados_exec(c->io, "test.version", "sophon", "version", NULL, 0, buf,
-                                sizeof(buf)),
-                     -ERANGE);
+    assert_int_equal(
+        rados_exec(c->io, "test.version", "sophon", "version", NULL, 0, buf, sizeof(buf)), -ERANGE);
 }
 
 int main(void)

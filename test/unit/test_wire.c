@@ -134,10 +134,18 @@ static void request_decode_refuses_malformed(void **state)
         size_t off, width;
         uint32_t value;
     } cases[] = {
-        {"magic", 0, 1, 'X'},        {"layout version 0", 4, 2, 0}, {"header length", 6, 2, 59},
-        {"box w 0", 16, 4, 0},       {"box h 0", 20, 4, 0},         {"out w 0", 24, 4, 0},
-        {"format", 32, 1, 7},        {"flags", 33, 1, 0x80},        {"reserved", 34, 2, 1},
-        {"mean inf", 40, 4, 0x7f800000u}, {"std NaN", 48, 4, 0x7fc00000u}, {"std 0", 52, 4, 0},
+        {"magic", 0, 1, 'X'},
+        {"layout version 0", 4, 2, 0},
+        {"header length", 6, 2, 59},
+        {"box w 0", 16, 4, 0},
+        {"box h 0", 20, 4, 0},
+        {"out w 0", 24, 4, 0},
+        {"format", 32, 1, 7},
+        {"flags", 33, 1, 0x80},
+        {"reserved", 34, 2, 1},
+        {"mean inf", 40, 4, 0x7f800000u},
+        {"std NaN", 48, 4, 0x7fc00000u},
+        {"std 0", 52, 4, 0},
     };
     struct sophon_prep_params in = sample_params(), out;
     uint8_t good[SOPHON_REQUEST_LEN], bad[SOPHON_REQUEST_LEN + 1];
@@ -197,15 +205,19 @@ static void request_encode_refuses_invalid(void **state)
 static void response_roundtrip(void **state)
 {
     (void)state;
-    struct sophon_response in = {.format = SOPHON_FORMAT_U8, .flip = 1, .channels = 3,
-                                 .width = 4, .height = 2, .cpu_ns = 123456789012ull,
-                                 .source_bytes = 5000000000ull, .payload_len = 24},
+    struct sophon_response in = {.format = SOPHON_FORMAT_U8,
+                                 .flip = 1,
+                                 .channels = 3,
+                                 .width = 4,
+                                 .height = 2,
+                                 .cpu_ns = 123456789012ull,
+                                 .source_bytes = 5000000000ull,
+                                 .payload_len = 24},
                            out;
     uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 24];
     const uint8_t *payload = NULL;
 
-    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in),
-                     SOPHON_RESPONSE_HDR_LEN);
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), SOPHON_RESPONSE_HDR_LEN);
     for (int i = 0; i < 24; i++)
         buf[SOPHON_RESPONSE_HDR_LEN + i] = (uint8_t)i;
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), 0);
@@ -221,8 +233,7 @@ static void response_roundtrip(void **state)
     in.format = SOPHON_FORMAT_F32;
     assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
     in.payload_len = 96;
-    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in),
-                     SOPHON_RESPONSE_HDR_LEN);
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), SOPHON_RESPONSE_HDR_LEN);
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
 }
 
