@@ -13,8 +13,8 @@ packages=(
     python3 python3-pil python3-numpy
     # sample data and test corpora come from Debian packages
     dpkg ca-certificates
-    # synthetic test JPEGs (cjpeg), memory checking
-    libjpeg-turbo-progs valgrind
+    # synthetic test JPEGs (cjpeg), memory checking, the format check (scripts/check-format.sh)
+    libjpeg-turbo-progs valgrind clang-format-14
 )
 
 missing=()
