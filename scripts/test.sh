@@ -4,7 +4,10 @@
 # cluster), then builds again with ASan+UBSan (clang) and runs the unit tests and replays the
 # fuzz corpora there.
 #
-# BUILD_DIR (default build) and ASAN_BUILD_DIR (default build-asan) may be set.
+# BUILD_DIR (default build) and ASAN_BUILD_DIR (default build-asan) may be set. Both are
+# configured afresh, with every option given, so that what a developer cached there (another
+# compiler, -DSOPHON_WERROR=OFF, CMAKE_C_FLAGS) does not change what is tested; the objects are
+# kept, and what else lives there (dev clusters) is left alone.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
@@ -14,18 +17,28 @@ jobs=$(nproc)
 
 step() { printf '\n== %s\n' "$*"; }
 
+# configure DIR CC SANITIZE: a new cache in DIR (its CMakeCache.txt and top-level CMakeFiles
+# removed), every option explicit.
+configure() {
+    local dir=$1 cc=$2 sanitize=$3
+    rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+    CC=$cc cmake -S "$top" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS= \
+        -DSOPHON_WERROR=ON -DSOPHON_SANITIZE="$sanitize" -DSOPHON_FUZZ=OFF -DSOPHON_TESTS=ON \
+        -DSOPHON_CORPUS_DIR="${SOPHON_CORPUS_DIR:-$HOME/.cache/sophon-corpus}" >/dev/null
+}
+
 step "dependencies"
 "$top/scripts/deps.sh"
 
 step "build ($build, -Werror)"
-cmake -S "$top" -B "$build" -DSOPHON_WERROR=ON >/dev/null
+configure "$build" "${CC:-gcc}" OFF
 cmake --build "$build" -j "$jobs"
 
 step "unit and integration tests"
 (cd "$build" && ctest --output-on-failure)
 
 step "ASan+UBSan build ($asan, clang): unit tests and fuzz corpora"
-CC=clang cmake -S "$top" -B "$asan" -DSOPHON_WERROR=ON -DSOPHON_SANITIZE=ON >/dev/null
+configure "$asan" clang ON
 cmake --build "$asan" -j "$jobs"
 (cd "$asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -L 'unit|fuzz')
