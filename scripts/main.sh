@@ -52,11 +52,15 @@ step "plan: every policy under ${budget[*]}"
 step "load: one training epoch (f32, seed 1) per policy"
 table=$(mktemp)
 trap 'rm -f "$table"' EXIT
+# Each line goes on to this script's own stdout, never reopened (a `tee /dev/stderr` would open
+# the caller's log file anew and truncate it), and the stats lines into the table too.
 for policy in none all resize sophon selective oracle; do
     "$build/client/sophon" load --id sophon -p "$pool" --dataset "$dataset" --policy "$policy" \
-        --seed 1 --epochs 1 --discard "${budget[@]}" | tee /dev/stderr |
-        sed -n 's/^stats: //p' >>"$table"
-done 2>&1
+        --seed 1 --epochs 1 --discard "${budget[@]}" | while IFS= read -r line; do
+        printf '%s\n' "$line"
+        case $line in "stats: "*) printf '%s\n' "${line#stats: }" >>"$table" ;; esac
+    done
+done
 
 step "traffic and time per policy (one epoch of ${dataset}, $(wc -l <"$table") policies)"
 /usr/bin/python3 - "$table" <<'PY'
