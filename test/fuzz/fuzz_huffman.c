@@ -43,6 +43,7 @@ struct run {
     int warnings;  /* Warnings other than JWRN_EXTRANEOUS_DATA and JWRN_HUFF_BAD_CODE. */
     int bad_codes; /* JWRN_HUFF_BAD_CODE warnings. */
     int progressive;
+    int arith; /* Arithmetic coding: huffman.h does not take it. */
     int failed;
     uint64_t hash; /* FNV-1a of the coefficients and the progression state. */
     uint64_t region_hash;
@@ -159,6 +160,7 @@ static void run(struct run *r, const uint8_t *data, size_t size)
     }
     c.progress = &r->progress;
     r->progressive = c.progressive_mode;
+    r->arith = c.arith_code;
     coefs = jpeg_read_coefficients(&c);
     for (ci = 0, at = 0; ci < c.num_components; ci++) {
         jpeg_component_info *comp = &c.comp_info[ci];
@@ -197,7 +199,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t i;
     int extra;
 
-    if (size == 0 || !sophon__huffman_supported())
+    /* A target that compares nothing must not pass: fail loudly where it cannot run. */
+    if (!sophon__huffman_supported()) {
+        fprintf(stderr, "fuzz_huffman: this build cannot replace libjpeg's Huffman decoders "
+                        "(sophon__huffman_supported() is 0: not libjpeg-turbo 2.1?), so there "
+                        "is nothing to compare\n");
+        abort();
+    }
+    if (size == 0)
         return 0;
     memset(&theirs, 0, sizeof(theirs));
     theirs.seed = fnv(0, data, size);
@@ -208,6 +217,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ours.region = variants[i].region;
         ours.seed = theirs.seed;
         run(&ours, data, size);
+        /* Decoded without huffman.h's decoder: libjpeg would be compared with itself. */
+        if (!ours.failed && !ours.arith && !ours.installed) {
+            fprintf(stderr,
+                    "fuzz_huffman: huffman.c was not installed on a file libjpeg "
+                    "decoded (flags %u, region %d)\n",
+                    variants[i].flags, ours.region);
+            abort();
+        }
         /*
          * libjpeg-turbo's fast path for sequential scans takes a bad code for symbol 0 without
          * a warning, and "FF FF 00" for a marker (then keeps what it decoded from zero bits);
