@@ -6,24 +6,18 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* splitmix64: a counter-based generator, so that (seed, epoch, draw) fixes every number. */
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+#include "splitmix64.h"
 
-/* A uniform number below bound (> 0): rejection of the top partial range, no modulo bias. */
-static uint64_t below(uint64_t key, uint64_t *counter, uint64_t bound)
+/* The shuffle's draws: the mix of the epoch's key and a counter. */
+struct draws {
+    uint64_t key, counter;
+};
+
+static uint64_t next(void *g)
 {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    for (;;) {
-        uint64_t v = mix(key ^ mix((*counter)++));
-        if (v < limit)
-            return v % bound;
-    }
+    struct draws *d = g;
+
+    return sophon__splitmix64(d->key ^ sophon__splitmix64(d->counter++));
 }
 
 int sophon__epoch_order(uint64_t **out, size_t *count, size_t n, uint64_t seed, uint64_t epoch,
@@ -36,9 +30,10 @@ int sophon__epoch_order(uint64_t **out, size_t *count, size_t n, uint64_t seed, 
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         perm[i] = i;
-    uint64_t key = mix(seed ^ mix(epoch ^ 0x5350484f4e000000ull)), counter = 0;
+    struct draws d = {sophon__splitmix64(seed ^ sophon__splitmix64(epoch ^ 0x5350484f4e000000ull)),
+                      0};
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)below(key, &counter, i);
+        size_t j = (size_t)sophon__below(next, &d, i);
         uint64_t t = perm[i - 1];
         perm[i - 1] = perm[j];
         perm[j] = t;

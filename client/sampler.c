@@ -6,36 +6,23 @@
 #include <errno.h>
 #include <math.h>
 
-/* SplitMix64 (Steele, Lea, Flood 2014): a counter-based generator, so that any sample's stream
- * can be started directly from its key. */
-static uint64_t splitmix64(uint64_t *state)
+#include "splitmix64.h"
+
+/* A sample's stream, for sophon__below. */
+static uint64_t next(void *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return sophon__splitmix64_next(state);
 }
 
 /* Uniform in [0, 1) with 53 random bits. */
 static double uniform01(uint64_t *state)
 {
-    return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+    return (double)(sophon__splitmix64_next(state) >> 11) * 0x1.0p-53;
 }
 
 static double uniform(uint64_t *state, double lo, double hi)
 {
     return lo + (hi - lo) * uniform01(state);
-}
-
-/* Uniform integer in [0, n), n > 0, without modulo bias (rejection of the short last range). */
-static uint64_t below(uint64_t *state, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do {
-        x = splitmix64(state);
-    } while (x >= limit);
-    return x % n;
 }
 
 /* Python's round(): to nearest, ties to even (the default rounding mode of nearbyint). */
@@ -58,9 +45,9 @@ int sophon_draw_crop(struct sophon_prep_params *p, uint64_t seed, uint64_t epoch
 
     /* One stream per sample: the key mixes seed, epoch and index through the generator. */
     uint64_t state = seed;
-    state = splitmix64(&state) ^ epoch;
-    state = splitmix64(&state) ^ index;
-    splitmix64(&state);
+    state = sophon__splitmix64_next(&state) ^ epoch;
+    state = sophon__splitmix64_next(&state) ^ index;
+    sophon__splitmix64_next(&state);
 
     double area = (double)width * height;
     double log_lo = log(pol->ratio_min), log_hi = log(pol->ratio_max);
@@ -70,8 +57,8 @@ int sophon_draw_crop(struct sophon_prep_params *p, uint64_t seed, uint64_t epoch
         int64_t w = py_round(sqrt(target_area * aspect));
         int64_t h = py_round(sqrt(target_area / aspect));
         if (w > 0 && w <= width && h > 0 && h <= height) {
-            p->box_y = (uint32_t)below(&state, (uint64_t)(height - h + 1));
-            p->box_x = (uint32_t)below(&state, (uint64_t)(width - w + 1));
+            p->box_y = (uint32_t)sophon__below(next, &state, (uint64_t)(height - h + 1));
+            p->box_x = (uint32_t)sophon__below(next, &state, (uint64_t)(width - w + 1));
             p->box_w = (uint32_t)w;
             p->box_h = (uint32_t)h;
             goto flip;

@@ -73,6 +73,25 @@ static void test_shards_cover_once(void **state)
     }
 }
 
+/* The order sophon has always drawn for (seed 7, epoch 3): a change must be deliberate. */
+static void test_same_order_as_ever(void **state)
+{
+    static const uint64_t whole[] = {11, 3, 0, 4, 9, 6, 8, 2, 7, 1, 5, 10};
+    static const uint64_t shard[] = {3, 9, 2, 5};
+    uint64_t *o;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(sophon__epoch_order(&o, &n, 12, 7, 3, 0, 1), 0);
+    assert_int_equal(n, 12);
+    assert_memory_equal(o, whole, sizeof(whole));
+    free(o);
+    assert_int_equal(sophon__epoch_order(&o, &n, 12, 7, 3, 1, 3), 0);
+    assert_int_equal(n, 4);
+    assert_memory_equal(o, shard, sizeof(shard));
+    free(o);
+}
+
 static void test_bad_arguments(void **state)
 {
     uint64_t *o;
@@ -89,6 +108,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_permutation_deterministic),
         cmocka_unit_test(test_shards_cover_once),
+        cmocka_unit_test(test_same_order_as_ever),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
