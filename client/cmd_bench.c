@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "remote.h"
+#include "prep_call.h"
 #include "sampler.h"
 
 static const char usage[] =

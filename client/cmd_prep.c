@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "output.h"
-#include "remote.h"
+#include "prep_call.h"
 #include "sophon.h"
 
 /* Files and objects larger than this are refused before being read. */

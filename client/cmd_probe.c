@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "remote.h"
+#include "prep_call.h"
 
 static const char usage[] =
     "Usage: sophon probe FILE...\n"

@@ -28,7 +28,7 @@
 
 #include "dataset.h"
 #include "epoch_order.h"
-#include "remote.h"
+#include "prep_call.h"
 #include "sampler.h"
 #include "selector.h"
 #include "wire.h"

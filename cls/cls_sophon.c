@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "prep.h"
+#include "prep_response.h"
 #include "sophon_config.h"
 #include "wire.h"
 

@@ -222,6 +222,12 @@ uint64_t sophon_response_payload_size(const struct sophon_response *r)
     return (uint64_t)r->width * r->height * r->channels * sample;
 }
 
+uint64_t sophon_response_size(const struct sophon_prep_params *p)
+{
+    uint64_t n = sophon_prep_output_size(p);
+    return n == 0 ? 0 : SOPHON_RESPONSE_HDR_LEN + n;
+}
+
 int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r)
 {
     if (cap < SOPHON_RESPONSE_HDR_LEN)

@@ -82,18 +82,6 @@ int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
 /* Bytes of the whole response (header and output) to a request p; 0 if p is invalid. */
 uint64_t sophon_response_size(const struct sophon_prep_params *p);
 
-/*
- * Runs the pipeline on jpeg[0..len) and writes the whole response, header then output, to out,
- * which must hold sophon_response_size(p) bytes (the caller allocates it with its own
- * allocator: cls_alloc in the OSD, malloc on the client). The header carries the thread CPU time
- * the preparation took. This is the one place both sides build responses, so that they are
- * byte-identical but for that time. Returns 0 or the pipeline's negative errno (prep.h); err
- * gets a one-line message.
- */
-int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t len,
-                        const struct sophon_prep_params *p, const struct sophon_limits *lim,
-                        char *err, size_t errlen);
-
 /* The probe reply ("SPHP"): the header facts of a stored JPEG and the object's size. */
 #define SOPHON_PROBE_MAGIC   0x50485053u
 #define SOPHON_PROBE_MSG_LEN 40

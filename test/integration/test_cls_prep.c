@@ -32,7 +32,7 @@
 #include <zlib.h>
 
 #include "read_file.h"
-#include "remote.h"
+#include "prep_call.h"
 #include "sampler.h"
 #include "wire.h"
 

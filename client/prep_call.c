@@ -1,11 +1,13 @@
 /*
- * remote.c - prep and probe through the sophon class, and the same request run locally.
+ * prep_call.c - prep and probe through the sophon class, and the same request run locally.
  */
-#include "remote.h"
+#include "prep_call.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "prep_response.h"
 
 int sophon__remote_probe(struct sophon_probe_reply *out, rados_ioctx_t io, const char *oid)
 {

@@ -1,5 +1,5 @@
 /*
- * libsophon.c - calls into the sophon object class.
+ * version.c - the versions of libsophon, of its wire format, and of the class in an OSD.
  */
 #include "sophon.h"
 

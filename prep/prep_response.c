@@ -1,11 +1,14 @@
 /*
- * respond.c - a whole prep response from a request and the stored bytes, on either side.
+ * prep_response.c - a whole prep response from a request and the stored bytes, on either side
+ * (prep_response.h).
  */
-#include "wire.h"
+#include "prep_response.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <time.h>
+
+#include "wire.h"
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -13,12 +16,6 @@ static uint64_t thread_cpu_ns(void)
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t sophon_response_size(const struct sophon_prep_params *p)
-{
-    uint64_t n = sophon_prep_output_size(p);
-    return n == 0 ? 0 : SOPHON_RESPONSE_HDR_LEN + n;
 }
 
 int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t len,

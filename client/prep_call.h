@@ -1,9 +1,9 @@
 /*
- * remote.h - prep and probe, in the OSD (through the sophon class) or locally, with the same
+ * prep_call.h - prep and probe, in the OSD (through the sophon class) or locally, with the same
  * wire format either way. Internal to the client.
  */
-#ifndef SOPHON_REMOTE_H
-#define SOPHON_REMOTE_H
+#ifndef SOPHON_PREP_CALL_H
+#define SOPHON_PREP_CALL_H
 
 #include <stddef.h>
 #include <stdint.h>
