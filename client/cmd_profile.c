@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "prep_call.h"
 #include "sampler.h"
+#include "sophon_common.h"
 
 static const char usage[] =
     "Usage: sophon profile -p POOL [--dataset NAME] [--list FILE] [--sample K] [--jobs J]\n"
@@ -204,13 +205,6 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
     return 0;
 }
 
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * The OSDs' speed relative to this client: the same requests (RandomResizedCrop boxes) on a
  * sample of objects, prepared in the OSD (its CPU time comes back in the response) and here
@@ -248,9 +242,9 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         char err[256];
         if (sophon__read_object(&jpeg, &len, c->io, it->name, 256u << 20) < 0)
             continue;
-        double t0 = thread_cpu_s();
+        uint64_t t0 = sophon__thread_cpu_ns();
         r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));
-        double local_s = thread_cpu_s() - t0;
+        double local_s = (double)(sophon__thread_cpu_ns() - t0) / 1e9;
         free(jpeg);
         if (r < 0)
             continue;

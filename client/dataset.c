@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sophon_common.h"
+
 #define BATCH 1000
 
 int sophon__index_oid(char *buf, size_t len, const char *dataset)
@@ -361,8 +363,8 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
     fclose(f);
     f = NULL;
     if (strchr(text, '\n') == text + len - 1) {
-        snprintf(err, errlen, "dataset %s has no records: run `sophon profile --dataset %s`",
-                 dataset, dataset);
+        sophon__seterr(err, errlen, "dataset %s has no records: run `sophon profile --dataset %s`",
+                       dataset, dataset);
         r = -ENOENT;
         goto done;
     }

@@ -13,7 +13,7 @@
  * (p / B) % nbufs at row p % B. A position is issued only when its buffer is no longer held by
  * the caller, which bounds memory to nbufs * B samples whatever the OSDs do.
  */
-#define _GNU_SOURCE /* CLOCK_THREAD_CPUTIME_ID, pthread_condattr_setclock */
+#define _GNU_SOURCE /* pthread_condattr_setclock with CLOCK_MONOTONIC */
 #include "sophon.h"
 
 #include <errno.h>
@@ -31,6 +31,7 @@
 #include "prep_call.h"
 #include "sampler.h"
 #include "selector.h"
+#include "sophon_common.h"
 #include "wire.h"
 
 /* Objects larger than this are refused rather than read (as the class refuses them). */
@@ -112,14 +113,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void say(struct sophon_loader *l, const char *fmt, ...)
@@ -362,9 +355,9 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     }
     res->bytes = len;
     res->got_stage = SOPHON_STAGE_STORED;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = sophon__thread_cpu_ns();
     int r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
-    res->client_cpu_ns = thread_cpu_ns() - t0;
+    res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
     res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED);
     free(whole);
     if (r < 0) {
@@ -391,14 +384,14 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
     }
     res->osd_cpu_ns = h.cpu_ns;
     res->storage_model_s = rec->stage[s->stage].storage_cpu_s;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = sophon__thread_cpu_ns();
     if (want == SOPHON_FORMAT_U8 && l->o.format == SOPHON_SAMPLE_F32) {
         res->err = sophon_prep_normalize(out, l->sample_bytes, payload, &s->p);
         res->client_model_s = client_model(l, rec, s->stage);
     } else {
         memcpy(out, payload, l->sample_bytes);
     }
-    res->client_cpu_ns = thread_cpu_ns() - t0;
+    res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
 }
 
 /* Decides what to do with one completed attempt. */

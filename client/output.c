@@ -11,6 +11,8 @@
 
 #include <zlib.h>
 
+#include "sophon_common.h"
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -117,7 +119,7 @@ int sophon__write_output(const char *path, const struct sophon_response *h, cons
     if (image && h->format == SOPHON_FORMAT_F32) {
         converted = tensor_to_rgb(h, payload, p);
         if (converted == NULL) {
-            snprintf(err, errlen, "no memory to convert the tensor to an image");
+            sophon__seterr(err, errlen, "no memory to convert the tensor to an image");
             return -ENOMEM;
         }
         rgb = converted;
@@ -125,7 +127,7 @@ int sophon__write_output(const char *path, const struct sophon_response *h, cons
     FILE *f = fopen(path, "wb");
     if (f == NULL) {
         r = -errno;
-        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        sophon__seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
         free(converted);
         return r;
     }
@@ -138,7 +140,7 @@ int sophon__write_output(const char *path, const struct sophon_response *h, cons
     if (fclose(f) != 0 && r == 0)
         r = -EIO;
     if (r < 0)
-        snprintf(err, errlen, "writing %s failed: %s", path, strerror(-r));
+        sophon__seterr(err, errlen, "writing %s failed: %s", path, strerror(-r));
     free(converted);
     return r;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "prep_response.h"
+#include "sophon_common.h"
 
 int sophon__remote_probe(struct sophon_probe_reply *out, rados_ioctx_t io, const char *oid)
 {
@@ -60,12 +61,12 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
 {
     uint64_t size = sophon_response_size(p);
     if (size == 0) {
-        snprintf(err, errlen, "invalid output size or format");
+        sophon__seterr(err, errlen, "invalid output size or format");
         return -EINVAL;
     }
     uint8_t *buf = malloc(size);
     if (buf == NULL) {
-        snprintf(err, errlen, "no memory for a %llu-byte response", (unsigned long long)size);
+        sophon__seterr(err, errlen, "no memory for a %llu-byte response", (unsigned long long)size);
         return -ENOMEM;
     }
     int r = sophon_prep_respond(buf, size, jpeg, len, p, NULL, err, errlen);

@@ -5,23 +5,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include <jerror.h>
 
 #include "huffman.h"
-
-void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /*
  * Which errno a libjpeg message code means. Codes about features libjpeg (or this build) does

@@ -70,8 +70,4 @@ _Noreturn void sophon__jpeg_fail(struct sophon__jpeg *j, int code, const char *m
 /* sophon__jpeg_src - point the decompressor at jpeg[0..len) (no copy; caller keeps it alive). */
 void sophon__jpeg_src(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len);
 
-/* sophon__seterr - write a formatted one-line message to err[0..errlen) if err is not NULL. */
-void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif /* SOPHON_PREP_JPEG_GUARD_H */

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "decode.h"
-#include "jpeg_guard.h"
 #include "pipeline.h"
 #include "prep.h"
 #include "resize.h"
+#include "sophon_common.h"
 
 /* Cap on the pipeline's own buffers (the ring of horizontally resampled rows and scratch); only
  * extreme aspect ratios, like a 1-row output of a 60000-row box, come near it. */

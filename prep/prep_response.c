@@ -5,35 +5,24 @@
 #include "prep_response.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <time.h>
 
+#include "sophon_common.h"
 #include "wire.h"
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t len,
                         const struct sophon_prep_params *p, const struct sophon_limits *lim,
                         char *err, size_t errlen)
 {
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = sophon__thread_cpu_ns();
     uint64_t size = sophon_response_size(p);
 
     if (size == 0) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "invalid output size or format");
+        sophon__seterr(err, errlen, "invalid output size or format");
         return -EINVAL;
     }
     if (cap < size) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "response buffer of %zu bytes, %llu needed", cap,
-                     (unsigned long long)size);
+        sophon__seterr(err, errlen, "response buffer of %zu bytes, %llu needed", cap,
+                       (unsigned long long)size);
         return -ERANGE;
     }
     int r = sophon_prep_run(out + SOPHON_RESPONSE_HDR_LEN, cap - SOPHON_RESPONSE_HDR_LEN, jpeg, len,
@@ -50,7 +39,7 @@ int sophon_prep_respond(uint8_t *out, size_t cap, const uint8_t *jpeg, size_t le
         .source_bytes = len,
         .payload_len = size - SOPHON_RESPONSE_HDR_LEN,
     };
-    h.cpu_ns = thread_cpu_ns() - t0;
+    h.cpu_ns = sophon__thread_cpu_ns() - t0;
     r = sophon_response_encode_header(out, SOPHON_RESPONSE_HDR_LEN, &h);
     return r < 0 ? r : 0;
 }

@@ -1,5 +1,5 @@
 /*
- * probe.c - what a JPEG header says, without decoding pixels; and names for the enums.
+ * probe.c - what a JPEG header says, without decoding pixels; and the colour spaces' names.
  */
 #include <errno.h>
 #include <string.h>
@@ -126,13 +126,4 @@ const char *sophon_colorspace_name(int cs)
     if (cs < 0 || (size_t)cs >= sizeof(names) / sizeof(names[0]))
         return "unknown";
     return names[cs];
-}
-
-const char *sophon_subsampling_name(int ss)
-{
-    static const char *const names[] = {"444", "422", "420", "440", "411", "gray", "other"};
-
-    if (ss < 0 || (size_t)ss >= sizeof(names) / sizeof(names[0]))
-        return "other";
-    return names[ss];
 }

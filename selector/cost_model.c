@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "selector.h"
+#include "sophon_common.h"
 
 /*
  * Fitted by least squares on the real-photo corpus of this machine (one core, thread CPU time,
@@ -38,7 +39,7 @@ double sophon_cost_model_decode_s(const struct sophon_record *rec,
     double t = m->a_s + m->per_pixel_s * px + m->per_byte_s * (double)rec->stored_bytes;
     if (rec->progressive)
         t += m->per_progressive_pixel_s * px;
-    if (rec->subsampling == 0 /* 444 */)
+    if (rec->subsampling == SOPHON_SS_444)
         t += m->per_444_pixel_s * px;
     /* A linear fit may dip below zero for tiny images; a decode is never free. */
     return t > 1e-6 ? t : 1e-6;

@@ -70,12 +70,12 @@ int sophon_records_import_openimages(sophon_records **out, FILE *f,
         goto done;
     if (getline(&line, &cap, f) < 0) {
         rc = ferror(f) ? -EIO : -EBADMSG;
-        sophon__errf(err, errlen, "line 1: no header");
+        sophon__seterr(err, errlen, "line 1: no header");
         goto done;
     }
     sophon__chomp(line);
     if (strncmp(line, "index;raw;decoding;original_shape;", 34) != 0) {
-        sophon__errf(err, errlen, "line 1: not an OpenImages profile header");
+        sophon__seterr(err, errlen, "line 1: not an OpenImages profile header");
         rc = -EBADMSG;
         goto done;
     }
@@ -88,14 +88,14 @@ int sophon_records_import_openimages(sophon_records **out, FILE *f,
         int n = split_semicolons(line, field, OI_FIELDS + 1);
         /* 8 columns, with or without the trailing ';'. */
         if (n != OI_FIELDS - 1 && !(n == OI_FIELDS && field[OI_FIELDS - 1][0] == '\0')) {
-            sophon__errf(err, errlen, "line %zu: expected 8 fields", lineno);
+            sophon__seterr(err, errlen, "line %zu: expected 8 fields", lineno);
             rc = -EBADMSG;
             goto done;
         }
         if (sophon__parse_u64(field[0], UINT64_MAX, &index) < 0 ||
             sophon__parse_u64(field[1], UINT64_MAX, &raw) < 0 || raw == 0 ||
             parse_shape(field[3], &r.width, &r.height) < 0) {
-            sophon__errf(err, errlen, "line %zu: bad index, raw size or shape", lineno);
+            sophon__seterr(err, errlen, "line %zu: bad index, raw size or shape", lineno);
             rc = -EBADMSG;
             goto done;
         }
@@ -103,7 +103,7 @@ int sophon_records_import_openimages(sophon_records **out, FILE *f,
         r.name = name;
         r.stored_bytes = raw;
         r.components = 3;
-        r.subsampling = 2; /* 4:2:0, the common case of camera JPEGs */
+        r.subsampling = SOPHON_SS_420; /* the common case of camera JPEGs */
         r.progressive = 0;
         rc = sophon_cost_model_fill(&r, model);
         if (rc < 0)

@@ -3,12 +3,12 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "selector.h"
 #include "selector_internal.h"
+#include "sophon_common.h"
 
 struct sophon_records {
     struct sophon_record *rec;
@@ -16,8 +16,6 @@ struct sophon_records {
 };
 
 static const char *const stage_names[SOPHON_STAGE_COUNT] = {"stored", "u8", "f32"};
-static const char *const ss_names[] = {"444", "422", "420", "440", "411", "gray", "other"};
-#define SS_COUNT (sizeof(ss_names) / sizeof(ss_names[0]))
 
 const char *sophon_stage_name(int stage)
 {
@@ -68,7 +66,7 @@ int sophon_records_add(sophon_records *set, const struct sophon_record *rec)
     for (const unsigned char *c = (const unsigned char *)rec->name; *c; c++)
         if (*c < 0x20 || *c == 0x7f)
             return -EINVAL;
-    if (rec->subsampling >= SS_COUNT || rec->progressive > 1)
+    if (rec->subsampling >= SOPHON_SS_COUNT || rec->progressive > 1)
         return -EINVAL;
     if (rec->stage[SOPHON_STAGE_STORED].bytes != rec->stored_bytes)
         return -EINVAL;
@@ -170,7 +168,8 @@ int sophon_records_write_csv(const sophon_records *set, FILE *f)
         if (rc < 0)
             return rc;
         if (fprintf(f, ",%llu,%u,%u,%u,%s,%u", (unsigned long long)r->stored_bytes, r->width,
-                    r->height, r->components, ss_names[r->subsampling], r->progressive) < 0)
+                    r->height, r->components, sophon_subsampling_name(r->subsampling),
+                    r->progressive) < 0)
             return -EIO;
         for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
             if (fprintf(f, ",%llu,%.17g,%.17g", (unsigned long long)r->stage[s].bytes,
@@ -183,16 +182,6 @@ int sophon_records_write_csv(const sophon_records *set, FILE *f)
 }
 
 /* ---- CSV reading ---------------------------------------------------------------------------- */
-
-void sophon__errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int sophon__parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
@@ -295,11 +284,11 @@ static int parse_header(char *line, int *map, char *err, size_t errlen)
 
     int n = split_csv(line, field, COL_COUNT + 1, &why);
     if (n < 0) {
-        sophon__errf(err, errlen, "line 1: header: %s", why);
+        sophon__seterr(err, errlen, "line 1: header: %s", why);
         return -EBADMSG;
     }
     if (n != COL_COUNT) {
-        sophon__errf(err, errlen, "line 1: header has %d columns, expected %d", n, COL_COUNT);
+        sophon__seterr(err, errlen, "line 1: header has %d columns, expected %d", n, COL_COUNT);
         return -EBADMSG;
     }
     for (int i = 0; i < n; i++) {
@@ -310,11 +299,11 @@ static int parse_header(char *line, int *map, char *err, size_t errlen)
                 break;
         }
         if (c == COL_COUNT) {
-            sophon__errf(err, errlen, "line 1: unknown column '%.40s'", field[i]);
+            sophon__seterr(err, errlen, "line 1: unknown column '%.40s'", field[i]);
             return -EBADMSG;
         }
         if (seen[c]++) {
-            sophon__errf(err, errlen, "line 1: column '%.40s' twice", field[i]);
+            sophon__seterr(err, errlen, "line 1: column '%.40s' twice", field[i]);
             return -EBADMSG;
         }
         map[i] = c;
@@ -363,12 +352,9 @@ static int parse_row(char *line, const int *map, struct sophon_record *r, const 
             r->progressive = (uint8_t)v;
             break;
         case COL_SUBSAMPLING: {
-            size_t k;
-            for (k = 0; k < SS_COUNT; k++)
-                if (strcmp(f, ss_names[k]) == 0)
-                    break;
-            bad = k == SS_COUNT;
-            r->subsampling = (uint8_t)k;
+            int ss = sophon_subsampling_from_name(f);
+            bad = ss < 0;
+            r->subsampling = (uint8_t)(ss < 0 ? SOPHON_SS_COUNT : ss);
             break;
         }
         default: {
@@ -413,7 +399,7 @@ int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t err
     errno = 0;
     if (getline(&line, &cap, f) < 0) {
         rc = ferror(f) ? -EIO : -EBADMSG;
-        sophon__errf(err, errlen, "line 1: %s", rc == -EIO ? "read error" : "no header");
+        sophon__seterr(err, errlen, "line 1: %s", rc == -EIO ? "read error" : "no header");
         goto done;
     }
     lineno = 1;
@@ -431,25 +417,25 @@ int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t err
         int prc = parse_row(line, map, &r, &why);
         if (prc < -1) {
             col_name(colbuf, sizeof(colbuf), map[-prc - 2]);
-            sophon__errf(err, errlen, "line %zu: %s in column %s", lineno, why, colbuf);
+            sophon__seterr(err, errlen, "line %zu: %s in column %s", lineno, why, colbuf);
             rc = -EBADMSG;
             goto done;
         }
         if (prc < 0) {
-            sophon__errf(err, errlen, "line %zu: %s", lineno, why);
+            sophon__seterr(err, errlen, "line %zu: %s", lineno, why);
             rc = -EBADMSG;
             goto done;
         }
         rc = sophon_records_add(set, &r);
         if (rc == -EINVAL) {
-            sophon__errf(err, errlen, "line %zu: inconsistent record '%.40s'", lineno, r.name);
+            sophon__seterr(err, errlen, "line %zu: inconsistent record '%.40s'", lineno, r.name);
             rc = -EBADMSG;
         }
         if (rc < 0)
             goto done;
     }
     if (ferror(f)) {
-        sophon__errf(err, errlen, "line %zu: read error", lineno + 1);
+        sophon__seterr(err, errlen, "line %zu: read error", lineno + 1);
         rc = -EIO;
         goto done;
     }

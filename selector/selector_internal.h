@@ -8,10 +8,7 @@
 #include <stdint.h>
 
 #include "selector.h"
-
-/* One-line message into err (when err != NULL and errlen > 0). */
-void sophon__errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#include "sophon_common.h" /* sophon__seterr */
 
 /* Decimal digits only, <= max. Returns 0 or -EINVAL. */
 int sophon__parse_u64(const char *s, uint64_t max, uint64_t *out);

@@ -41,6 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sophon_common.h" /* enum sophon_subsampling */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -92,23 +94,13 @@ enum sophon_colorspace {
     SOPHON_CS_YCCK = 5,
 };
 
-enum sophon_subsampling {
-    SOPHON_SS_444 = 0,
-    SOPHON_SS_422 = 1,
-    SOPHON_SS_420 = 2,
-    SOPHON_SS_440 = 3,
-    SOPHON_SS_411 = 4,
-    SOPHON_SS_GRAY = 5,
-    SOPHON_SS_OTHER = 6,
-};
-
 /* What the JPEG header says; filled by sophon_probe() without decoding any pixel. */
 struct sophon_probe_info {
     uint32_t width, height;
     uint8_t components;  /* 1, 3 or 4 for images we can decode. */
     uint8_t progressive; /* 1 if progressive (SOF2/SOF10). */
     uint8_t colorspace;  /* enum sophon_colorspace, as libjpeg guesses it from the markers. */
-    uint8_t subsampling; /* enum sophon_subsampling, from the sampling factors. */
+    uint8_t subsampling; /* enum sophon_subsampling (sophon_common.h), from the factors. */
     uint8_t bits;        /* Sample precision, 8 for images we can decode. */
     uint32_t scans;      /* SOS markers in the file; 0 = not counted (see sophon_count_scans). */
 };
@@ -157,9 +149,9 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
 int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
                           const struct sophon_prep_params *p);
 
-/* Static names for enum values ("ycbcr", "420", ...); "unknown" / "other" when out of range. */
+/* Static name of an enum sophon_colorspace value ("ycbcr", ...); "unknown" when out of range.
+ * (sophon_subsampling_name is sophon_common.h's.) */
 const char *sophon_colorspace_name(int cs);
-const char *sophon_subsampling_name(int ss);
 
 #ifdef __cplusplus
 }

@@ -68,8 +68,8 @@ struct sophon_stage_cost {
     double client_cpu_s;  /* client CPU seconds to finish the f32 sample from this stage */
 };
 
-/* What is known of one object. Subsampling uses the codes of prep.h's enum sophon_subsampling
- * (0 = 444, 1 = 422, 2 = 420, 3 = 440, 4 = 411, 5 = gray, 6 = other). */
+/* What is known of one object. Subsampling uses the codes of sophon_common.h's enum
+ * sophon_subsampling (0 = 444, 1 = 422, 2 = 420, 3 = 440, 4 = 411, 5 = gray, 6 = other). */
 struct sophon_record {
     const char *name; /* owned by the record set that holds the record */
     uint64_t stored_bytes;
