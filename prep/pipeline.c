@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "jpeg.h"
 #include "pipeline.h"
 #include "prep.h"
 #include "resize.h"

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
+#include "jpeg.h"
 #include "pipeline.h"
 #include "prep.h"
 #include "read_file.h"

@@ -23,8 +23,8 @@
 #include <cmocka.h>
 #include <jpeglib.h>
 
-#include "cut.h"
-#include "decode.h"
+#include "prog_copy.h"
+#include "jpeg.h"
 #include "markers.h"
 #include "pipeline.h"
 #include "prep.h"

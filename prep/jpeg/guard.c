@@ -1,7 +1,7 @@
 /*
  * jpeg_guard.c - error, warning and progress handling that keeps libjpeg inside its call.
  */
-#include "jpeg_guard.h"
+#include "guard.h"
 
 #include <errno.h>
 #include <limits.h>

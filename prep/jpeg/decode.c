@@ -1,15 +1,15 @@
 /*
  * decode.c - region decode with libjpeg-turbo under a budget, reentrant, no exit().
  */
-#include "decode.h"
+#include "jpeg.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cut.h"
-#include "jpeg_guard.h"
+#include "prog_copy.h"
+#include "guard.h"
 #include "markers.h"
 #include "huffman.h"
 

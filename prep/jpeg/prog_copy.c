@@ -2,7 +2,7 @@
  * cut.c - the private copy of a progressive JPEG for a region decode: a lower SOF height, and
  * no AC scans for components decoded at 1/8 scale.
  */
-#include "cut.h"
+#include "prog_copy.h"
 
 #include <errno.h>
 #include <stdlib.h>

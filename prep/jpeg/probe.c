@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "jpeg_guard.h"
+#include "guard.h"
 #include "markers.h"
 #include "prep.h"
 
