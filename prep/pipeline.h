@@ -12,7 +12,7 @@
 
 /*
  * sophon__prep_run - sophon_prep_run, with SOPHON__DECODE_WHOLE_FILE and/or
- * SOPHON__DECODE_LIBJPEG_HUFFMAN (decode.h), or 0, in
+ * SOPHON__DECODE_LIBJPEG_HUFFMAN (jpeg/include/jpeg.h), or 0, in
  * decode_flags (p->fast selects the fast mode, as in sophon_prep_run). The same bytes either way.
  */
 int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t len,

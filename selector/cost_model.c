@@ -14,8 +14,8 @@
  *     build/test/bench/calibrate_costs /root/.cache/sophon-corpus/list.txt 5
  * which printed: 972 images (10 skipped; 328 progressive, 234 4:4:4), median 0.090 Mpixel and
  * 0.631 ms; R^2 = 0.94, median relative error 21.0%. (Refitted after the coefficient masks and
- * quick paths of prep/huffman.c; the fits before gave 0.715 ms (R^2 0.93), 0.85 ms (R^2 0.85)
- * before prep/huffman.c replaced libjpeg's Huffman decoding, and 1.32 ms (R^2 0.80) before the
+ * quick paths of prep/jpeg/huffman.c; the fits before gave 0.715 ms (R^2 0.93), 0.85 ms (R^2 0.85)
+ * before prep/jpeg/huffman.c replaced libjpeg's Huffman decoding, and 1.32 ms (R^2 0.80) before the
  * AVX2 resample and the progressive cut. Unweighted least squares lets the few large photos
  * decide and gives a negative per-pixel term.) The normalize cost is the median f32 - u8
  * difference over the same runs.

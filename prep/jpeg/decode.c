@@ -18,7 +18,7 @@ struct decode_state {
     struct sophon__jpeg j;
     uint8_t *line; /* One decoded (cropped) scanline, out_color_components per pixel. */
     uint8_t *rgb;  /* The region's columns of that line as RGB, when a conversion is needed. */
-    uint8_t *copy; /* The progressive cut of the file that libjpeg reads, if any (cut.h). */
+    uint8_t *copy; /* The progressive copy of the file that libjpeg reads, if any (prog_copy.h). */
 };
 
 /* Pillow's MULDIV255: a * b / 255 rounded, without a division. */
@@ -117,46 +117,46 @@ static void check_region(struct sophon__jpeg *j, const struct sophon__region *rg
 
 /*
  * A progressive file: switch libjpeg to a private copy that holds only what the region needs
- * (cut.h), when that is less than the file, and read its header. The region's rows come from
+ * (prog_copy.h), when that is less than the file, and read its header. The region's rows come from
  * full-resolution rows [0, (y + h) * scale_denom).
  */
-static void use_cut(struct decode_state *s, const uint8_t *jpeg, size_t len,
-                    const struct sophon__region *rg, unsigned flags)
+static void use_prog_copy(struct decode_state *s, const uint8_t *jpeg, size_t len,
+                          const struct sophon__region *rg, unsigned flags)
 {
     struct jpeg_decompress_struct *c = &s->j.cinfo;
-    struct sophon__cut cut;
+    struct sophon__prog_copy pc;
     JDIMENSION width = c->image_width, height = c->image_height;
     uint32_t dropped;
     size_t n;
     int ci, rc;
 
-    memset(&cut, 0, sizeof(cut));
-    cut.height = sophon__cut_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor,
-                                    ((uint64_t)rg->y + rg->h) * rg->scale_denom);
-    cut.ncomps = c->num_components; /* 1, 3 or 4 (choose_color). */
+    memset(&pc, 0, sizeof(pc));
+    pc.height = sophon__prog_copy_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor,
+                                         ((uint64_t)rg->y + rg->h) * rg->scale_denom);
+    pc.ncomps = c->num_components; /* 1, 3 or 4 (choose_color). */
     for (ci = 0; ci < c->num_components; ci++) {
-        cut.id[ci] = (uint8_t)c->comp_info[ci].component_id;
+        pc.id[ci] = (uint8_t)c->comp_info[ci].component_id;
         /*
          * jpeg_idct_1x1 reads coef_block[0] only. Not every component gets it at 1/8: 4:2:0
          * chroma is scaled up by the IDCT (jpeg_idct_2x2, which reads AC coefficients) rather
          * than by the upsampler (jpeg_calc_output_dimensions).
          */
-        cut.dc_only[ci] = c->comp_info[ci].DCT_scaled_size == 1;
+        pc.dc_only[ci] = c->comp_info[ci].DCT_scaled_size == 1;
     }
-    rc = sophon__cut_copy(&s->copy, &n, &dropped, jpeg, len, &cut);
+    rc = sophon__prog_copy_make(&s->copy, &n, &dropped, jpeg, len, &pc);
     if (rc < 0)
-        sophon__jpeg_fail(&s->j, rc, "out of memory for the progressive cut");
+        sophon__jpeg_fail(&s->j, rc, "out of memory for the progressive copy");
     if (s->copy == NULL)
         return;
 
     jpeg_abort_decompress(c);
     sophon__jpeg_src(&s->j, s->copy, n);
     if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK || c->image_width != width ||
-        c->image_height != (cut.height < height ? cut.height : height))
-        sophon__jpeg_fail(&s->j, -EBADMSG, "the progressive cut changed the frame header");
+        c->image_height != (pc.height < height ? pc.height : height))
+        sophon__jpeg_fail(&s->j, -EBADMSG, "the progressive copy changed the frame header");
     choose_color(&s->j);
     set_output(&s->j, rg, flags);
-    /* Without the AC scans, smoothing would invent AC and DC values (cut.c). */
+    /* Without the AC scans, smoothing would invent AC and DC values (prog_copy.c). */
     if (dropped > 0)
         c->do_block_smoothing = FALSE;
     s->j.allow_scan_tails = c->image_height < height;
@@ -247,7 +247,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     set_output(&s->j, &rg, flags);
     check_region(&s->j, &rg);
     if (c->progressive_mode && !(flags & SOPHON__DECODE_WHOLE_FILE)) {
-        use_cut(s, jpeg, len, &rg, flags);
+        use_prog_copy(s, jpeg, len, &rg, flags);
         check_region(&s->j, &rg);
     }
 

@@ -1,5 +1,5 @@
 /*
- * jpeg_guard.c - error, warning and progress handling that keeps libjpeg inside its call.
+ * guard.c - error, warning and progress handling that keeps libjpeg inside its call.
  */
 #include "guard.h"
 

@@ -1,5 +1,5 @@
 /*
- * jpeg_guard.h - a libjpeg decompressor that cannot exit(), print, or outlive its call.
+ * guard.h - a libjpeg decompressor that cannot exit(), print, or outlive its call.
  *
  * libjpeg reports errors through cinfo->err->error_exit, whose default calls exit(). Here each
  * call owns a struct sophon__jpeg (on its stack) with its own jmp_buf: errors and warnings
@@ -19,8 +19,8 @@
  * Locals changed between setjmp and a longjmp must not be read after it; keep such state in
  * a struct reached through a pointer.
  */
-#ifndef SOPHON_PREP_JPEG_GUARD_H
-#define SOPHON_PREP_JPEG_GUARD_H
+#ifndef SOPHON_PREP_GUARD_H
+#define SOPHON_PREP_GUARD_H
 
 #include <setjmp.h>
 #include <stddef.h>
@@ -41,8 +41,8 @@ struct sophon__jpeg {
     int code;           /* Negative errno of the failure that longjmp'ed. */
     uint32_t max_scans; /* 0 = unlimited; checked as each scan starts. */
     /*
-     * 1 while decoding a progressive copy with a lowered SOF height (cut.h): libjpeg skips the
-     * rest of each scan and warns JWRN_EXTRANEOUS_DATA, which is then expected. Other warnings
+     * 1 while decoding a progressive copy with a lowered SOF height (prog_copy.h): libjpeg skips
+     * the rest of each scan and warns JWRN_EXTRANEOUS_DATA, which is then expected. Other warnings
      * stay fatal.
      */
     int allow_scan_tails;
@@ -70,4 +70,4 @@ _Noreturn void sophon__jpeg_fail(struct sophon__jpeg *j, int code, const char *m
 /* sophon__jpeg_src - point the decompressor at jpeg[0..len) (no copy; caller keeps it alive). */
 void sophon__jpeg_src(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len);
 
-#endif /* SOPHON_PREP_JPEG_GUARD_H */
+#endif /* SOPHON_PREP_GUARD_H */

@@ -1,5 +1,5 @@
 /*
- * cut.c - the private copy of a progressive JPEG for a region decode: a lower SOF height, and
+ * prog_copy.c - the private copy of a progressive JPEG for a region decode: a lower SOF height, and
  * no AC scans for components decoded at 1/8 scale.
  */
 #include "prog_copy.h"
@@ -27,7 +27,7 @@
  */
 #define MARGIN_IMCU_ROWS 4
 
-uint32_t sophon__cut_height(uint32_t height, uint32_t imcu_height, uint64_t rows)
+uint32_t sophon__prog_copy_height(uint32_t height, uint32_t imcu_height, uint64_t rows)
 {
     uint64_t h;
 
@@ -110,7 +110,7 @@ static int progression_complete(const struct progression *pr)
 }
 
 /* Whether the copy leaves this scan out: an AC scan of a component that only needs its DC. */
-static int drop_scan(const struct sophon__cut *cut, const struct sophon__scan *sc)
+static int drop_scan(const struct sophon__prog_copy *cut, const struct sophon__scan *sc)
 {
     int c;
 
@@ -132,7 +132,7 @@ struct plan {
 
 /* Returns 1 with *pl filled, 0 when the file is to be decoded as it is. */
 static int make_plan(struct plan *pl, const uint8_t *jpeg, size_t len,
-                     const struct sophon__cut *cut)
+                     const struct sophon__prog_copy *cut)
 {
     struct sophon__walk w;
     struct sophon__segment seg;
@@ -186,8 +186,8 @@ static int make_plan(struct plan *pl, const uint8_t *jpeg, size_t len,
     return pl->height_at != 0 || pl->drop;
 }
 
-int sophon__cut_copy(uint8_t **out, size_t *out_len, uint32_t *dropped, const uint8_t *jpeg,
-                     size_t len, const struct sophon__cut *cut)
+int sophon__prog_copy_make(uint8_t **out, size_t *out_len, uint32_t *dropped, const uint8_t *jpeg,
+                           size_t len, const struct sophon__prog_copy *cut)
 {
     struct sophon__walk w;
     struct sophon__segment seg;

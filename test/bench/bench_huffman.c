@@ -1,5 +1,5 @@
 /*
- * bench_huffman.c - prep/huffman.c against libjpeg-turbo's own Huffman decoding, scan by scan.
+ * bench_huffman.c - prep/jpeg/huffman.c against libjpeg-turbo's own Huffman decoding, scan by scan.
  *
  *     bench_huffman FILE [REPS]
  *

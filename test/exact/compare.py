@@ -12,7 +12,7 @@ Exit status 1 if any byte differs or ours produced output where Pillow refused.
 
 --reference whole compares the JPEGs of the list with prep_tool batch --whole-file instead: the
 decode of every scan over the whole image that the progressive cut replaces, by libjpeg's own
-Huffman decoders that prep/huffman.c replaces. Exact and fast mode; progressive files get more
+Huffman decoders that prep/jpeg/huffman.c replaces. Exact and fast mode; progressive files get more
 boxes, at and near the bottom and at every fast scale. There the two must agree on every case,
 refusals and their errno included.
 """

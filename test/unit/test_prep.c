@@ -6,8 +6,8 @@
  * no cropping), Pillow's CMYK conversion, then Pillow 9.4's two-pass fixed-point bilinear resize
  * on whole buffers. sophon_prep_run (partial decode, streaming resample) must match it byte for
  * byte. Agreement with Pillow itself is checked by test/exact/ over real photos. Progressive
- * files are decoded from a copy cut to the region (prep/cut.c); that must match a decode of the
- * whole file (sophon__prep_run with SOPHON__DECODE_WHOLE_FILE) in exact and fast mode alike.
+ * files are decoded from a copy cut to the region (prep/jpeg/prog_copy.c); that must match a decode
+ * of the whole file (sophon__prep_run with SOPHON__DECODE_WHOLE_FILE) in exact and fast mode alike.
  */
 #include <errno.h>
 #include <math.h>
@@ -1055,7 +1055,8 @@ static void test_fast_mode(void **state)
     free(j.data);
 }
 
-/* ---- The progressive cut (prep/cut.c): the same bytes as a decode of the whole file. ---- */
+/* ---- The progressive cut (prep/jpeg/prog_copy.c): the same bytes as a decode of the whole file.
+ * ---- */
 
 /* One case through the cut and through the whole file: both succeed, with the same bytes. */
 static void check_cut_case(const struct jpeg_buf *j, const uint8_t *full,
@@ -1258,14 +1259,14 @@ static uint32_t probe_height(const uint8_t *jpeg, size_t len, uint32_t *scans)
 
 /* Makes the cut copy of src and checks it: scans left out, SOF height and scans left; returns
  * its size. */
-static size_t expect_copy(const struct jpeg_buf *src, const struct sophon__cut *cut,
+static size_t expect_copy(const struct jpeg_buf *src, const struct sophon__prog_copy *cut,
                           uint32_t dropped_want, uint32_t height_want, uint32_t scans_want)
 {
     uint32_t dropped, nscans;
     uint8_t *copy;
     size_t n;
 
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, src->data, src->len, cut), 0);
+    assert_int_equal(sophon__prog_copy_make(&copy, &n, &dropped, src->data, src->len, cut), 0);
     assert_non_null(copy);
     assert_int_equal(dropped, dropped_want);
     assert_int_equal(probe_height(copy, n, &nscans), height_want);
@@ -1278,7 +1279,7 @@ static size_t expect_copy(const struct jpeg_buf *src, const struct sophon__cut *
 static void test_cut_copy(void **state)
 {
     struct jpeg_buf j = make_jpeg(K_444, 64, 200, 1, 80), g;
-    struct sophon__cut cut = {48, 3, {1, 2, 3}, {0, 0, 0}};
+    struct sophon__prog_copy cut = {48, 3, {1, 2, 3}, {0, 0, 0}};
     jpeg_scan_info scans[64];
     struct enc en = {0};
     uint32_t dropped;
@@ -1286,10 +1287,10 @@ static void test_cut_copy(void **state)
     size_t n, at[64];
 
     (void)state;
-    assert_int_equal(sophon__cut_height(200, 8, 16), 48);
-    assert_int_equal(sophon__cut_height(200, 16, 17), 96);
-    assert_int_equal(sophon__cut_height(200, 16, 150), 200);
-    assert_int_equal(sophon__cut_height(200, 8, 200), 200);
+    assert_int_equal(sophon__prog_copy_height(200, 8, 16), 48);
+    assert_int_equal(sophon__prog_copy_height(200, 16, 17), 96);
+    assert_int_equal(sophon__prog_copy_height(200, 16, 150), 200);
+    assert_int_equal(sophon__prog_copy_height(200, 8, 200), 200);
 
     /* The height only: the same bytes but two. */
     assert_int_equal(expect_copy(&j, &cut, 0, 48, 10), j.len);
@@ -1305,7 +1306,7 @@ static void test_cut_copy(void **state)
 
     /* Nothing to leave out: no copy. */
     cut.dc_only[0] = 0;
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, j.data, j.len, &cut), 0);
+    assert_int_equal(sophon__prog_copy_make(&copy, &n, &dropped, j.data, j.len, &cut), 0);
     assert_null(copy);
 
     /* Garbage between two segments would hide among the skipped tails: no copy. */
@@ -1316,7 +1317,7 @@ static void test_cut_copy(void **state)
     memcpy(junk + at[1], "abc", 3);
     memcpy(junk + at[1] + 3, j.data + at[1], j.len - at[1]);
     cut.height = 48;
-    assert_int_equal(sophon__cut_copy(&copy, &n, &dropped, junk, j.len + 3, &cut), 0);
+    assert_int_equal(sophon__prog_copy_make(&copy, &n, &dropped, junk, j.len + 3, &cut), 0);
     assert_null(copy);
     free(junk);
 

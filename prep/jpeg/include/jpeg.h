@@ -1,15 +1,38 @@
 /*
- * decode.h - hardened libjpeg decode of a rectangular region into RGB rows.
+ * jpeg.h - what the rest of prep uses of prep/jpeg/: a hardened libjpeg decode of a rectangular
+ * region into RGB rows.
+ *
+ * ON A LIBJPEG UPGRADE, CHECK prep/jpeg/: it is the one place that knows libjpeg-turbo 2.1
+ * beyond its documented API, and nothing outside it includes jpeglib.h. What each file relies on:
+ *  - huffman.c: jpegint.h's layout of struct jpeg_entropy_decoder and jpeg_marker_reader (declared
+ *    there again), coef_bits and the rest of jdphuff.c's and jdhuff.c's bookkeeping and warnings;
+ *    it switches itself off outside 2.1.x (LIBJPEG_TURBO_VERSION_NUMBER), and fuzz_huffman and
+ *    integration.exact_cut hold it to libjpeg's own decoders.
+ *  - coefmem.c: the memory manager's virtual block array methods, struct jvirt_barray_control
+ *    (libjpeg's own is private to jmemmgr.c), and jdcoefct.c asking for one array per component,
+ *    in component order.
+ *  - guard.c: the error manager's methods, the jerror.h codes it maps to errnos, and the progress
+ *    monitor's first call in jpeg_start_decompress coming before any entropy-coded data is read.
+ *  - decode.c and prog_copy.c: how far fancy upsampling (jdsample.c, jdmainct.c) and block
+ *    smoothing (decompress_smooth_data in jdcoefct.c) reach across block and image edges, which
+ *    sets the margins around a region; jpeg_crop_scanline's iMCU alignment; jpeg_idct_1x1 reading
+ *    the DC coefficient only; libjpeg skipping a scan's tail with JWRN_EXTRANEOUS_DATA.
+ *  - markers.c: which stray bytes and standalone markers jdmarker.c passes over, and which it
+ *    warns about.
+ *  - probe.c: jpeg_read_header's colour space guess and sampling factors (the public API).
+ * The unit tests (test_prep), the fuzz targets and integration.exact_cut / exact_pillow check
+ * the result against a whole-file decode and against Pillow.
  *
  * Only the rows and columns the region needs are decoded (jpeg_skip_scanlines above it,
  * jpeg_crop_scanline around it, jpeg_abort_decompress after it), widened by one iMCU on each
  * side (three to the left and right in progressive files) so that fancy chroma upsampling and
  * block smoothing see the same neighbours as in a full decode: the rows delivered are
  * byte-identical to the same rows of a full decode. Progressive files, whose scans libjpeg
- * decodes in full before the first row, are read from a private copy cut to the region (cut.h).
+ * decodes in full before the first row, are read from a private copy cut to the region
+ * (prog_copy.h).
  */
-#ifndef SOPHON_PREP_DECODE_H
-#define SOPHON_PREP_DECODE_H
+#ifndef SOPHON_PREP_JPEG_H
+#define SOPHON_PREP_JPEG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,8 +63,8 @@ struct sophon__decode_cb {
 #define SOPHON__DECODE_FAST 1u /* The fast IDCT and plain upsampling (the request's fast mode). */
 /*
  * Decode a progressive file as it is stored, every scan over the whole image, instead of the
- * private copy that holds only what the region needs (cut.h). The bytes delivered are the same:
- * this is the reference the tests hold the copy to.
+ * private copy that holds only what the region needs (prog_copy.h). The bytes delivered are the
+ * same: this is the reference the tests hold the copy to.
  */
 #define SOPHON__DECODE_WHOLE_FILE 2u
 /*
@@ -65,4 +88,4 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
  */
 void sophon__cmyk_to_rgb(uint8_t *dst, const uint8_t *src, size_t n);
 
-#endif /* SOPHON_PREP_DECODE_H */
+#endif /* SOPHON_PREP_JPEG_H */
