@@ -8,18 +8,92 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prog_copy.h"
+#include "coefmem.h"
 #include "guard.h"
-#include "markers.h"
 #include "huffman.h"
+#include "markers.h"
+#include "prog_copy.h"
 
 /* Everything a longjmp must not lose: reached through a pointer, never a changed local. */
 struct decode_state {
     struct sophon__jpeg j;
+    struct sophon__coefmem coefmem; /* cinfo's coefficient arrays (coefmem.h). */
+    /*
+     * In a progressive file whose region is not the whole image: the iMCU columns [x0, x1) and
+     * rows [y0, y1) whose blocks will be read (sophon__huffman_want); the others get no values.
+     * x1 0: every block.
+     */
+    struct {
+        uint32_t x0, x1, y0, y1;
+    } want;
     uint8_t *line; /* One decoded (cropped) scanline, out_color_components per pixel. */
     uint8_t *rgb;  /* The region's columns of that line as RGB, when a conversion is needed. */
     uint8_t *copy; /* The progressive copy of the file that libjpeg reads, if any (prog_copy.h). */
 };
+
+/* Set bits [from, to) of a bitmap. */
+static void set_bits(uint64_t *bits, size_t from, size_t to)
+{
+    for (; from < to && from % 64 != 0; from++)
+        bits[from / 64] |= 1ull << (from % 64);
+    for (; from + 64 <= to; from += 64)
+        bits[from / 64] = ~0ull;
+    for (; from < to; from++)
+        bits[from / 64] |= 1ull << (from % 64);
+}
+
+/*
+ * Tell huffman.h which blocks of the coefficient arrays will be read: s->want's iMCUs, in
+ * each component's blocks. Nothing if the arrays are not where coefmem.h says they are.
+ */
+static void want_blocks(struct decode_state *s)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    JDIMENSION blocks[MAX_COMPONENTS], rows[MAX_COMPONENTS];
+    const JBLOCK *base = NULL, *first;
+    size_t n = 0, at;
+    uint64_t *bits;
+    int ci;
+
+    if (!c->progressive_mode || c->num_components > MAX_COMPONENTS)
+        return;
+    for (ci = 0; ci < c->num_components; ci++) {
+        first = sophon__coefmem_array(&s->coefmem, ci, &blocks[ci], &rows[ci]);
+        if (ci == 0)
+            base = first;
+        if (first == NULL || first != base + n)
+            return;
+        n += (size_t)blocks[ci] * rows[ci];
+    }
+    bits = sophon__huffman_want(c, base, n);
+    if (bits == NULL)
+        return;
+    for (ci = 0, at = 0; ci < c->num_components; ci++) {
+        const jpeg_component_info *comp = &c->comp_info[ci];
+        uint64_t x0 = (uint64_t)s->want.x0 * comp->h_samp_factor;
+        uint64_t x1 = (uint64_t)s->want.x1 * comp->h_samp_factor;
+        uint64_t y = (uint64_t)s->want.y0 * comp->v_samp_factor;
+        uint64_t y1 = (uint64_t)s->want.y1 * comp->v_samp_factor;
+
+        x1 = x1 < blocks[ci] ? x1 : blocks[ci];
+        y1 = y1 < rows[ci] ? y1 : rows[ci];
+        for (; x0 < x1 && y < y1; y++)
+            set_bits(bits, at + (size_t)y * blocks[ci] + x0, at + (size_t)y * blocks[ci] + x1);
+        at += (size_t)blocks[ci] * rows[ci];
+    }
+}
+
+/*
+ * The guard's at_start hook in a file with several scans: huffman.h's decoder in place of
+ * libjpeg's before the first scan is read, told which blocks will be read when s->want says.
+ */
+static void start_huffman(struct sophon__jpeg *j, void *arg)
+{
+    struct decode_state *s = arg;
+
+    if (sophon__huffman_install(&j->cinfo, 0) && s->want.x1 != 0)
+        want_blocks(s);
+}
 
 /* Pillow's MULDIV255: a * b / 255 rounded, without a division. */
 static inline int muldiv255(int a, int b)
@@ -203,10 +277,8 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     int rc, huffman;
 
     memset(&rg, 0, sizeof(rg));
+    memset(s, 0, sizeof(*s));
     sophon__jpeg_init(&s->j, lim);
-    s->line = NULL;
-    s->rgb = NULL;
-    s->copy = NULL;
     if (setjmp(s->j.jump)) {
         rc = s->j.code;
         if (s->j.msg[0] != '\0')
@@ -214,7 +286,7 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
         goto done;
     }
     jpeg_create_decompress(c);
-    sophon__coefmem_install((j_common_ptr)c, &s->j.coefmem);
+    sophon__coefmem_install((j_common_ptr)c, &s->coefmem);
 
     /*
      * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when
@@ -273,8 +345,11 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
      * callback of jpeg_start_decompress when it reads every scan first, else right after it.
      */
     huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
-    s->j.fast_huffman = huffman && jpeg_has_multiple_scans(c);
-    if (s->j.fast_huffman && c->progressive_mode &&
+    if (huffman && jpeg_has_multiple_scans(c)) {
+        s->j.at_start = start_huffman;
+        s->j.at_start_arg = s;
+    }
+    if (s->j.at_start != NULL && c->progressive_mode &&
         (xoff != 0 || cw != c->output_width || first > 0 || rg.y + rg.h < c->output_height)) {
         /*
          * Only the blocks libjpeg will read get values: the iMCU columns jpeg_crop_scanline
@@ -282,10 +357,10 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
          * row read (upsampling context) to the one after the last; two more on every side for
          * block smoothing, which reads two blocks beyond the one it smooths.
          */
-        s->j.want.x0 = xoff / imcu_w > 2 ? xoff / imcu_w - 2 : 0;
-        s->j.want.x1 = (x1 + imcu_w - 1) / imcu_w + 2;
-        s->j.want.y0 = first / imcu_h > 3 ? first / imcu_h - 3 : 0;
-        s->j.want.y1 = (uint32_t)(((uint64_t)rg.y + rg.h + imcu_h - 1) / imcu_h + 3);
+        s->want.x0 = xoff / imcu_w > 2 ? xoff / imcu_w - 2 : 0;
+        s->want.x1 = (x1 + imcu_w - 1) / imcu_w + 2;
+        s->want.y0 = first / imcu_h > 3 ? first / imcu_h - 3 : 0;
+        s->want.y1 = (uint32_t)(((uint64_t)rg.y + rg.h + imcu_h - 1) / imcu_h + 3);
     }
     jpeg_start_decompress(c);
     if (huffman && !jpeg_has_multiple_scans(c))

@@ -9,8 +9,6 @@
 
 #include <jerror.h>
 
-#include "huffman.h"
-
 /*
  * Which errno a libjpeg message code means. Codes about features libjpeg (or this build) does
  * not implement are "unsupported"; memory codes are resources; everything else is bad data.
@@ -86,62 +84,10 @@ static void on_output_message(j_common_ptr cinfo)
     (void)cinfo;
 }
 
-/* Set bits [from, to) of a bitmap. */
-static void set_bits(uint64_t *bits, size_t from, size_t to)
-{
-    for (; from < to && from % 64 != 0; from++)
-        bits[from / 64] |= 1ull << (from % 64);
-    for (; from + 64 <= to; from += 64)
-        bits[from / 64] = ~0ull;
-    for (; from < to; from++)
-        bits[from / 64] |= 1ull << (from % 64);
-}
-
-/*
- * Tell huffman.h which blocks of the coefficient arrays will be read: j->want's iMCUs, in
- * each component's blocks. Nothing if the arrays are not where coefmem.h says they are.
- */
-static void want_blocks(struct sophon__jpeg *j)
-{
-    struct jpeg_decompress_struct *c = &j->cinfo;
-    JDIMENSION blocks[MAX_COMPONENTS], rows[MAX_COMPONENTS];
-    const JBLOCK *base = NULL, *first;
-    size_t n = 0, at;
-    uint64_t *bits;
-    int ci;
-
-    if (!c->progressive_mode || c->num_components > MAX_COMPONENTS)
-        return;
-    for (ci = 0; ci < c->num_components; ci++) {
-        first = sophon__coefmem_array(&j->coefmem, ci, &blocks[ci], &rows[ci]);
-        if (ci == 0)
-            base = first;
-        if (first == NULL || first != base + n)
-            return;
-        n += (size_t)blocks[ci] * rows[ci];
-    }
-    bits = sophon__huffman_want(c, base, n);
-    if (bits == NULL)
-        return;
-    for (ci = 0, at = 0; ci < c->num_components; ci++) {
-        const jpeg_component_info *comp = &c->comp_info[ci];
-        uint64_t x0 = (uint64_t)j->want.x0 * comp->h_samp_factor;
-        uint64_t x1 = (uint64_t)j->want.x1 * comp->h_samp_factor;
-        uint64_t y = (uint64_t)j->want.y0 * comp->v_samp_factor;
-        uint64_t y1 = (uint64_t)j->want.y1 * comp->v_samp_factor;
-
-        x1 = x1 < blocks[ci] ? x1 : blocks[ci];
-        y1 = y1 < rows[ci] ? y1 : rows[ci];
-        for (; x0 < x1 && y < y1; y++)
-            set_bits(bits, at + (size_t)y * blocks[ci] + x0, at + (size_t)y * blocks[ci] + x1);
-        at += (size_t)blocks[ci] * rows[ci];
-    }
-}
-
 /*
  * Called by libjpeg at each SOS while absorbing input (and per iMCU row): refuse files with more
- * scans than allowed before the work of decoding them is done, and install huffman.h's decoder
- * (telling it which blocks will be read) when asked.
+ * scans than allowed before the work of decoding them is done, and run j->at_start the first
+ * time.
  */
 static void on_progress(j_common_ptr cinfo)
 {
@@ -154,10 +100,11 @@ static void on_progress(j_common_ptr cinfo)
         sophon__jpeg_fail(j, -E2BIG, msg);
     }
     /* The first call is in jpeg_start_decompress, before the first scan is read. */
-    if (j->fast_huffman) {
-        j->fast_huffman = 0;
-        if (sophon__huffman_install(&j->cinfo, 0) && j->want.x1 != 0)
-            want_blocks(j);
+    if (j->at_start != NULL) {
+        void (*at_start)(struct sophon__jpeg *, void *) = j->at_start;
+
+        j->at_start = NULL;
+        at_start(j, j->at_start_arg);
     }
 }
 

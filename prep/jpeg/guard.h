@@ -29,14 +29,12 @@
 
 #include <jpeglib.h>
 
-#include "coefmem.h"
 #include "prep.h"
 
 struct sophon__jpeg {
     struct jpeg_error_mgr pub; /* First member: cinfo.err points here and is cast back. */
     struct jpeg_progress_mgr progress;
     struct jpeg_decompress_struct cinfo;
-    struct sophon__coefmem coefmem; /* cinfo's coefficient arrays (coefmem.h). */
     jmp_buf jump;
     int code;           /* Negative errno of the failure that longjmp'ed. */
     uint32_t max_scans; /* 0 = unlimited; checked as each scan starts. */
@@ -46,15 +44,14 @@ struct sophon__jpeg {
      * stay fatal.
      */
     int allow_scan_tails;
-    /* 1: at the first progress callback, put huffman.h's decoder in place of libjpeg's. */
-    int fast_huffman;
     /*
-     * With it, in a progressive file: the iMCU columns [x0, x1) and rows [y0, y1) whose blocks
-     * will be read (sophon__huffman_want); the others get no values. x1 0: every block.
+     * Called once with at_start_arg, at the first progress callback: in jpeg_start_decompress
+     * (or jpeg_read_coefficients) of a file with several scans, after libjpeg has set up its
+     * modules and the first scan and before it reads any entropy-coded data, where a module can
+     * be put in place of libjpeg's. NULL: nothing. It may fail with sophon__jpeg_fail.
      */
-    struct {
-        uint32_t x0, x1, y0, y1;
-    } want;
+    void (*at_start)(struct sophon__jpeg *j, void *arg);
+    void *at_start_arg;
     char msg[JMSG_LENGTH_MAX + 64];
 };
 
