@@ -26,7 +26,10 @@ struct decode_state {
     struct {
         uint32_t x0, x1, y0, y1;
     } want;
-    uint8_t *line; /* One decoded (cropped) scanline, out_color_components per pixel. */
+    struct sophon__region rg; /* As the header callback chose it, in scaled pixels. */
+    JDIMENSION xoff, cw;      /* Columns decoded: [xoff, xoff + cw), the region and margins. */
+    uint32_t first;           /* First row decoded; the rows above it are skipped. */
+    uint8_t *line;            /* One decoded (cropped) scanline, out_color_components per pixel. */
     uint8_t *rgb;  /* The region's columns of that line as RGB, when a conversion is needed. */
     uint8_t *copy; /* The progressive copy of the file that libjpeg reads, if any (prog_copy.h). */
 };
@@ -263,20 +266,189 @@ static void read_line(struct decode_state *s)
         sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg returned no scanline");
 }
 
+/*
+ * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when the
+ * region ends before the truncation (rows past the region are never decoded).
+ */
+static void walk_file(struct decode_state *s, const uint8_t *jpeg, size_t len,
+                      const struct sophon_limits *lim)
+{
+    struct sophon__markers mk;
+
+    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
+    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
+        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
+    if (!mk.eoi)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
+}
+
+/* The frame header, under the pixel limit and libjpeg's memory budget. */
+static void read_header(struct decode_state *s, const uint8_t *jpeg, size_t len,
+                        const struct sophon_limits *lim)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+
+    sophon__jpeg_src(&s->j, jpeg, len);
+    c->mem->max_memory_to_use = memory_budget(lim);
+    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
+    if (c->data_precision != 8)
+        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "not an 8-bit JPEG");
+    if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
+        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
+    choose_color(&s->j);
+}
+
+/*
+ * The region, from the caller's header callback, and the output it is decoded at; a progressive
+ * file switches to its private copy here.
+ */
+static void choose_region(struct decode_state *s, const uint8_t *jpeg, size_t len,
+                          const struct sophon__decode_cb *cb, unsigned flags)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    struct sophon__region *rg = &s->rg;
+    int rc;
+
+    /* A failing callback has written its own message to err; "" keeps it. */
+    rc = cb->header(cb->ctx, c->image_width, c->image_height, rg);
+    if (rc < 0)
+        sophon__jpeg_fail(&s->j, rc, "");
+    if (rg->scale_denom != 1 && rg->scale_denom != 2 && rg->scale_denom != 4 &&
+        rg->scale_denom != 8)
+        sophon__jpeg_fail(&s->j, -EINVAL, "bad scale denominator");
+    set_output(&s->j, rg, flags);
+    check_region(&s->j, rg);
+    if (c->progressive_mode && !(flags & SOPHON__DECODE_WHOLE_FILE)) {
+        use_prog_copy(s, jpeg, len, rg, flags);
+        check_region(&s->j, rg);
+    }
+}
+
+/*
+ * The margins around the region that make its pixels those of a full decode. An iMCU is
+ * max_samp_factor * min_DCT_scaled_size output pixels each way (8 or 16 at full scale): the unit
+ * in which libjpeg upsamples, crops and skips.
+ *
+ * Columns [xoff, xoff + cw): the region widened by `margin` on each side, within the image.
+ *  - One iMCU: fancy upsampling interpolates each chroma sample with its neighbours, and at the
+ *    ends of a cropped scanline it takes them for the image's edges (libjpeg.txt, "Decompressing
+ *    partial scanlines"), so the outer iMCU of the crop may differ from a full decode.
+ *  - Three in a progressive file: block smoothing (decompress_smooth_data in jdcoefct.c, when
+ *    some of AC coefficients 1..9 were never sent in full) predicts each block from the DC
+ *    values of the two blocks on either side, and takes the first cropped block column for the
+ *    left edge of the image, so the first two blocks of every component differ; with the
+ *    upsampling neighbour next to them, three iMCUs keep every difference out of the region.
+ * jpeg_crop_scanline may then widen the crop to whole iMCUs, which only adds margin.
+ *
+ * Rows: rows [first, y) are decoded and dropped before the region. first = y - one iMCU row,
+ * so that the region's first row gets its upsampling context (the chroma row above it) from
+ * rows decoded as in a full decode; jpeg_skip_scanlines passes over the rows above first. When
+ * y is within the first two iMCU rows, there is not a whole iMCU row to skip: decode from 0.
+ * Below the region nothing is decoded at all (the progressive copy keeps its own margin of rows
+ * below, prog_copy.c).
+ */
+static void add_margins(struct decode_state *s)
+{
+    const struct jpeg_decompress_struct *c = &s->j.cinfo;
+    const struct sophon__region *rg = &s->rg;
+    uint32_t imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
+    uint32_t imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
+    uint32_t margin = c->progressive_mode ? 3 * imcu_w : imcu_w;
+    JDIMENSION x1 = (uint64_t)rg->x + rg->w + margin < c->output_width ? rg->x + rg->w + margin
+                                                                       : c->output_width;
+
+    s->xoff = rg->x > margin ? rg->x - margin : 0;
+    s->cw = x1 - s->xoff;
+    s->first = rg->y > 2 * imcu_h ? rg->y - imcu_h : 0;
+    if (c->progressive_mode && (s->xoff != 0 || s->cw != c->output_width || s->first > 0 ||
+                                rg->y + rg->h < c->output_height)) {
+        /*
+         * In iMCUs, the blocks libjpeg will read: the columns jpeg_crop_scanline keeps (it
+         * starts them on an iMCU) and the rows from the one before the first row decoded
+         * (upsampling context) to the one after the last; two more on every side for block
+         * smoothing, which reads two blocks beyond the one it smooths.
+         */
+        s->want.x0 = s->xoff / imcu_w > 2 ? s->xoff / imcu_w - 2 : 0;
+        s->want.x1 = (x1 + imcu_w - 1) / imcu_w + 2;
+        s->want.y0 = s->first / imcu_h > 3 ? s->first / imcu_h - 3 : 0;
+        s->want.y1 = (uint32_t)(((uint64_t)rg->y + rg->h + imcu_h - 1) / imcu_h + 3);
+    }
+}
+
+/*
+ * jpeg_start_decompress, with huffman.h's decoder taking over before the first MCU is read: in
+ * the first progress callback of jpeg_start_decompress when libjpeg reads every scan first
+ * (told which blocks will be read), else right after it. Then the crop of the columns.
+ */
+static void start(struct decode_state *s, unsigned flags)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    const struct sophon__region *rg = &s->rg;
+    int huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
+
+    if (huffman && jpeg_has_multiple_scans(c)) {
+        s->j.at_start = start_huffman;
+        s->j.at_start_arg = s;
+    }
+    jpeg_start_decompress(c);
+    if (huffman && !jpeg_has_multiple_scans(c))
+        sophon__huffman_install(c, 0);
+    if (c->output_components != 3 &&
+        !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
+        !(c->out_color_space == JCS_CMYK && c->output_components == 4))
+        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
+
+    if (s->xoff != 0 || s->cw != c->output_width)
+        jpeg_crop_scanline(c, &s->xoff, &s->cw);
+    if (s->xoff > rg->x || (uint64_t)s->xoff + c->output_width < (uint64_t)rg->x + rg->w)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg cropped the wrong columns");
+}
+
+/* The scanline buffer, and the RGB row of the region when the colours need converting. */
+static void alloc_lines(struct decode_state *s)
+{
+    const struct jpeg_decompress_struct *c = &s->j.cinfo;
+    uint64_t line_bytes = (uint64_t)c->output_width * (uint64_t)c->out_color_components;
+
+    if (line_bytes > SIZE_MAX / 2)
+        sophon__jpeg_fail(&s->j, -E2BIG, "scanline too large");
+    s->line = malloc((size_t)line_bytes);
+    if (c->out_color_space != JCS_RGB)
+        s->rgb = malloc((size_t)s->rg.w * 3);
+    if (s->line == NULL || (c->out_color_space != JCS_RGB && s->rgb == NULL))
+        sophon__jpeg_fail(&s->j, -ENOMEM, "out of memory for a scanline");
+}
+
+/* Rows [first, y) decoded and dropped, then the region's rows handed to cb->row in order. */
+static void deliver_rows(struct decode_state *s, const struct sophon__decode_cb *cb)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    const struct sophon__region *rg = &s->rg;
+    uint32_t y;
+    int rc;
+
+    if (s->first > 0 && jpeg_skip_scanlines(c, s->first) != s->first)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "could not skip scanlines");
+    while (c->output_scanline < rg->y)
+        read_line(s);
+    for (y = 0; y < rg->h; y++) {
+        read_line(s);
+        rc = cb->row(cb->ctx, region_rgb(s, rg->x - s->xoff, rg->w), y);
+        if (rc < 0)
+            sophon__jpeg_fail(&s->j, rc, "");
+    }
+}
+
 int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *lim, unsigned flags,
                    const struct sophon__decode_cb *cb, char *err, size_t errlen)
 {
     struct decode_state st;
     struct decode_state *s = &st;
     struct jpeg_decompress_struct *c = &st.j.cinfo;
-    struct sophon__region rg;
-    struct sophon__markers mk;
-    uint32_t imcu_w, imcu_h, margin, first, y;
-    JDIMENSION xoff, cw, x1;
-    uint64_t pixels, line_bytes;
-    int rc, huffman;
+    int rc;
 
-    memset(&rg, 0, sizeof(rg));
     memset(s, 0, sizeof(*s));
     sophon__jpeg_init(&s->j, lim);
     if (setjmp(s->j.jump)) {
@@ -287,120 +459,16 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     }
     jpeg_create_decompress(c);
     sophon__coefmem_install((j_common_ptr)c, &s->coefmem);
-
-    /*
-     * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when
-     * the region ends before the truncation (we never decode past the region).
-     */
-    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
-    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
-        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
-    if (!mk.eoi)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
-
-    sophon__jpeg_src(&s->j, jpeg, len);
-    c->mem->max_memory_to_use = memory_budget(lim);
-    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
-    if (c->data_precision != 8)
-        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "not an 8-bit JPEG");
-    pixels = (uint64_t)c->image_width * c->image_height;
-    if (lim->max_pixels != 0 && pixels > lim->max_pixels)
-        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
-    choose_color(&s->j);
-
-    /* A failing callback has written its own message to err; "" keeps it. */
-    rc = cb->header(cb->ctx, c->image_width, c->image_height, &rg);
-    if (rc < 0)
-        sophon__jpeg_fail(&s->j, rc, "");
-    if (rg.scale_denom != 1 && rg.scale_denom != 2 && rg.scale_denom != 4 && rg.scale_denom != 8)
-        sophon__jpeg_fail(&s->j, -EINVAL, "bad scale denominator");
-    set_output(&s->j, &rg, flags);
-    check_region(&s->j, &rg);
-    if (c->progressive_mode && !(flags & SOPHON__DECODE_WHOLE_FILE)) {
-        use_prog_copy(s, jpeg, len, &rg, flags);
-        check_region(&s->j, &rg);
-    }
-
-    /*
-     * Columns: one iMCU of margin on each side, because fancy upsampling treats the edges of a
-     * cropped scanline as image edges (libjpeg.txt, "Decompressing partial scanlines"). In a
-     * progressive file, block smoothing (decompress_smooth_data in jdcoefct.c, when some of AC
-     * coefficients 1..9 were never sent in full) also predicts each block from the DC values of
-     * the two blocks on either side, and takes the first cropped block column as the left edge
-     * of the image: the first two blocks of every component differ. Three iMCUs keep those, and
-     * the upsampling neighbour next to them, out of the region.
-     */
-    imcu_w = (uint32_t)c->max_h_samp_factor * (uint32_t)c->min_DCT_scaled_size;
-    imcu_h = (uint32_t)c->max_v_samp_factor * (uint32_t)c->min_DCT_scaled_size;
-    margin = c->progressive_mode ? 3 * imcu_w : imcu_w;
-    xoff = rg.x > margin ? rg.x - margin : 0;
-    x1 = (uint64_t)rg.x + rg.w + margin < c->output_width ? rg.x + rg.w + margin : c->output_width;
-    cw = x1 - xoff;
-    /* Rows: see below. */
-    first = rg.y > 2 * imcu_h ? rg.y - imcu_h : 0;
-    /*
-     * huffman.h's Huffman decoder takes over before the first MCU is read: in the first progress
-     * callback of jpeg_start_decompress when it reads every scan first, else right after it.
-     */
-    huffman = !c->arith_code && !(flags & SOPHON__DECODE_LIBJPEG_HUFFMAN);
-    if (huffman && jpeg_has_multiple_scans(c)) {
-        s->j.at_start = start_huffman;
-        s->j.at_start_arg = s;
-    }
-    if (s->j.at_start != NULL && c->progressive_mode &&
-        (xoff != 0 || cw != c->output_width || first > 0 || rg.y + rg.h < c->output_height)) {
-        /*
-         * Only the blocks libjpeg will read get values: the iMCU columns jpeg_crop_scanline
-         * keeps (it starts them on an iMCU) and the iMCU rows from the one before the first
-         * row read (upsampling context) to the one after the last; two more on every side for
-         * block smoothing, which reads two blocks beyond the one it smooths.
-         */
-        s->want.x0 = xoff / imcu_w > 2 ? xoff / imcu_w - 2 : 0;
-        s->want.x1 = (x1 + imcu_w - 1) / imcu_w + 2;
-        s->want.y0 = first / imcu_h > 3 ? first / imcu_h - 3 : 0;
-        s->want.y1 = (uint32_t)(((uint64_t)rg.y + rg.h + imcu_h - 1) / imcu_h + 3);
-    }
-    jpeg_start_decompress(c);
-    if (huffman && !jpeg_has_multiple_scans(c))
-        sophon__huffman_install(c, 0);
-    if (c->output_components != 3 &&
-        !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
-        !(c->out_color_space == JCS_CMYK && c->output_components == 4))
-        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
-
-    if (xoff != 0 || cw != c->output_width)
-        jpeg_crop_scanline(c, &xoff, &cw);
-    if (xoff > rg.x || (uint64_t)xoff + c->output_width < (uint64_t)rg.x + rg.w)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg cropped the wrong columns");
-
-    line_bytes = (uint64_t)c->output_width * (uint64_t)c->out_color_components;
-    if (line_bytes > SIZE_MAX / 2)
-        sophon__jpeg_fail(&s->j, -E2BIG, "scanline too large");
-    s->line = malloc((size_t)line_bytes);
-    if (c->out_color_space != JCS_RGB)
-        s->rgb = malloc((size_t)rg.w * 3);
-    if (s->line == NULL || (c->out_color_space != JCS_RGB && s->rgb == NULL))
-        sophon__jpeg_fail(&s->j, -ENOMEM, "out of memory for a scanline");
-
-    /*
-     * Rows: skip whole iMCU rows above the region, then decode (and drop) one iMCU row of margin
-     * so that the first region row gets its upsampling context from real decoded rows.
-     */
-    if (first > 0 && jpeg_skip_scanlines(c, first) != first)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "could not skip scanlines");
-    while (c->output_scanline < rg.y)
-        read_line(s);
-    for (y = 0; y < rg.h; y++) {
-        read_line(s);
-        rc = cb->row(cb->ctx, region_rgb(s, rg.x - xoff, rg.w), y);
-        if (rc < 0)
-            sophon__jpeg_fail(&s->j, rc, "");
-    }
+    walk_file(s, jpeg, len, lim);
+    read_header(s, jpeg, len, lim);
+    choose_region(s, jpeg, len, cb, flags);
+    add_margins(s);
+    start(s, flags);
+    alloc_lines(s);
+    deliver_rows(s, cb);
     /*
      * Rows below the region are never decoded (in a progressive file, never entropy-decoded
-     * below the cut): corruption there goes unnoticed, by design.
+     * below the copy's height): corruption there goes unnoticed, by design.
      */
     if (c->output_scanline < c->output_height)
         jpeg_abort_decompress(c);
