@@ -13,9 +13,6 @@
 #include "prep_call.h"
 #include "sophon.h"
 
-/* Files and objects larger than this are refused before being read. */
-#define MAX_INPUT_BYTES (256u << 20)
-
 static const char prep_usage[] =
     "Usage: sophon prep FILE (--box X,Y,W,H | --seed S) [--size N|WxH] [--flip] [--format u8|f32]\n"
     "                   [--fast] [-o OUT]\n"
@@ -47,6 +44,18 @@ static const char *prep_errno_hint(int err)
     default:
         return strerror(-err);
     }
+}
+
+/* Why a file or object was not read: the object limit the OSD applies too, or the errno. */
+static void read_error(const struct cli *c, const char *name, int err)
+{
+    if (err == -EFBIG)
+        cli_error(c,
+                  "cannot read %s: over the %u MiB that sophon prepares of an object, here as "
+                  "in the OSD (EFBIG)",
+                  name, SOPHON_MAX_OBJECT_BYTES >> 20);
+    else
+        cli_error(c, "cannot read %s: %s", name, strerror(-err));
 }
 
 static void print_result(const char *name, const struct sophon_response *h, size_t resp_len,
@@ -160,9 +169,9 @@ int cmd_prep(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    int r = cli_read_file(path, &jpeg, &len, MAX_INPUT_BYTES);
+    int r = cli_read_file(path, &jpeg, &len, SOPHON_MAX_OBJECT_BYTES);
     if (r < 0) {
-        cli_error(&c, "cannot read %s: %s", path, strerror(-r));
+        read_error(&c, path, r);
         return 1;
     }
     code = prep_here(&c, &o, path, jpeg, len);
@@ -212,12 +221,12 @@ int cmd_exec(int argc, char **argv)
     if (local) {
         uint8_t *jpeg;
         size_t len;
-        r = sophon__read_object(&jpeg, &len, c.io, oid, MAX_INPUT_BYTES);
+        r = sophon__read_object(&jpeg, &len, c.io, oid, SOPHON_MAX_OBJECT_BYTES);
         if (r < 0) {
             if (r == -ENOENT)
                 cli_error(&c, "no object %s in pool %s", oid, c.pool);
             else
-                cli_error(&c, "cannot read %s: %s", oid, strerror(-r));
+                read_error(&c, oid, r);
             goto done;
         }
         code = prep_here(&c, &o, oid, jpeg, len);

@@ -240,7 +240,7 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         uint8_t *jpeg, *out;
         size_t len, out_len;
         char err[256];
-        if (sophon__read_object(&jpeg, &len, c->io, it->name, 256u << 20) < 0)
+        if (sophon__read_object(&jpeg, &len, c->io, it->name, SOPHON_MAX_OBJECT_BYTES) < 0)
             continue;
         uint64_t t0 = sophon__thread_cpu_ns();
         r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));

@@ -34,8 +34,6 @@
 #include "sophon_common.h"
 #include "wire.h"
 
-/* Objects larger than this are refused rather than read (as the class refuses them). */
-#define OBJECT_MAX (64u << 20)
 /* A retry waits at most this long, however many came before it. */
 #define BACKOFF_MAX_S 5.0
 
@@ -178,6 +176,11 @@ static void issue(struct sophon_loader *l, struct slot *s)
     if (r < 0)
         goto failed;
     if (s->stage == SOPHON_STAGE_STORED) {
+        /* Refused rather than read, as the class and the pipeline refuse it (prep.h). */
+        if (rec->stored_bytes > SOPHON_MAX_OBJECT_BYTES) {
+            r = -EFBIG;
+            goto failed;
+        }
         /* One byte more than recorded: a longer read tells that the object grew since. */
         s->raw_cap = rec->stored_bytes + 1;
         s->raw = malloc(s->raw_cap);
@@ -345,7 +348,7 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     char err[256] = "";
     if (len > rec->stored_bytes) {
         /* The object grew since it was profiled: read all of it. */
-        int r = sophon__read_object(&whole, &len, l->io, rec->name, OBJECT_MAX);
+        int r = sophon__read_object(&whole, &len, l->io, rec->name, SOPHON_MAX_OBJECT_BYTES);
         if (r < 0) {
             res->err = r;
             say(l, "%s: cannot read (%s)", rec->name, strerror(-r));

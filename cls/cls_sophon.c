@@ -13,6 +13,7 @@
 #include "objclass.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "prep.h"
@@ -26,8 +27,8 @@
  * Worst case per call: the object, the output, and the decoder's working memory (rows of the
  * crop, bounded by max_pixels).
  */
-#define SOPHON_MAX_OBJECT_BYTES (64 << 20)
 static const struct sophon_limits osd_limits = SOPHON_LIMITS_INIT;
+_Static_assert(SOPHON_MAX_OBJECT_BYTES < INT_MAX, "cls_read takes the length as an int");
 
 /* Level 0 reaches the OSD log by default: load messages and real errors only. */
 #define SOPHON_LOG(level, fmt, ...)                                                                \
@@ -50,13 +51,13 @@ static int reply(char **out, int *out_len, const uint8_t *buf, size_t len)
 
 /*
  * read_object - reads the whole stored object, refusing an empty one (-EBADMSG: not a JPEG) and
- * one over SOPHON_MAX_OBJECT_BYTES (-EFBIG) without reading more than one byte past that. *buf
- * is freed with cls_free().
+ * one over SOPHON_MAX_OBJECT_BYTES (prep.h, -EFBIG) without reading more than one byte past
+ * that. *buf is freed with cls_free().
  */
 static int read_object(cls_method_context_t ctx, char **buf, int *len, const char *method)
 {
     *buf = NULL;
-    int r = cls_read(ctx, 0, SOPHON_MAX_OBJECT_BYTES + 1, buf, len);
+    int r = cls_read(ctx, 0, (int)SOPHON_MAX_OBJECT_BYTES + 1, buf, len);
     if (r < 0) {
         SOPHON_LOG(0, "%s: reading the object failed: %d", method, r);
         return r;
@@ -67,8 +68,8 @@ static int read_object(cls_method_context_t ctx, char **buf, int *len, const cha
         *buf = NULL;
         return -EBADMSG;
     }
-    if (*len > SOPHON_MAX_OBJECT_BYTES) {
-        SOPHON_LOG(0, "%s: object over %d bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);
+    if ((size_t)*len > SOPHON_MAX_OBJECT_BYTES) {
+        SOPHON_LOG(0, "%s: object over %u bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);
         cls_free(*buf);
         *buf = NULL;
         return -EFBIG;

@@ -330,6 +330,11 @@ int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t l
                        (unsigned long long)size, (unsigned long long)lim->max_output_bytes);
         return -EFBIG;
     }
+    if (lim->max_input_bytes != 0 && len > lim->max_input_bytes) {
+        sophon__seterr(err, errlen, "JPEG of %zu bytes over the limit of %llu", len,
+                       (unsigned long long)lim->max_input_bytes);
+        return -EFBIG;
+    }
     if (size > out_cap) {
         sophon__seterr(err, errlen, "output needs %llu bytes, buffer has %zu",
                        (unsigned long long)size, out_cap);

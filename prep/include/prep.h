@@ -24,7 +24,8 @@
  *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
  *                component counts other than 1, 3 and 4.
  *   -E2BIG       over a limit: width * height > max_pixels, more than max_scans scans.
- *   -EFBIG       output larger than max_output_bytes; libjpeg's working memory over its budget
+ *   -EFBIG       the JPEG larger than max_input_bytes, the output larger than max_output_bytes;
+ *                libjpeg's working memory over its budget
  *                (8 bytes per allowed pixel: what a legitimate progressive image can need); or
  *                the resampler's row buffers over 256 MiB (only extreme aspect ratios, e.g. a
  *                5000-row box squeezed into 1 output row of 8192 pixels).
@@ -74,15 +75,26 @@ struct sophon_prep_params {
       {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f} }
 /* clang-format on */
 
+/*
+ * The largest stored object sophon prepares, and the largest output: 64 MiB each. The OSD class
+ * reads at most that much of an object and refuses larger ones (-EFBIG); every other path
+ * refuses them alike through SOPHON_LIMITS_INIT, so that a sample fails the same way wherever
+ * it is prepared.
+ */
+#define SOPHON_MAX_OBJECT_BYTES (64u << 20)
+#define SOPHON_MAX_OUTPUT_BYTES (64u << 20)
+
 /* Budget for untrusted input. A field of 0 means "no limit" for that field. */
 struct sophon_limits {
     uint64_t max_pixels;       /* width * height of the JPEG (not of the crop). */
     uint32_t max_scans;        /* Scans in the file (progressive JPEGs have several). */
     uint64_t max_output_bytes; /* sophon_prep_output_size() upper bound. */
+    uint64_t max_input_bytes;  /* Bytes of the JPEG (the stored object). */
 };
 
 /* clang-format off */
-#define SOPHON_LIMITS_INIT { 89478485u /* Pillow MAX_IMAGE_PIXELS */, 1000, 64u << 20 }
+#define SOPHON_LIMITS_INIT { 89478485u /* Pillow MAX_IMAGE_PIXELS */, 1000, \
+                             SOPHON_MAX_OUTPUT_BYTES, SOPHON_MAX_OBJECT_BYTES }
 /* clang-format on */
 
 enum sophon_colorspace {

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
     /* Smaller than the defaults so a run stays fast and small under the sanitizers. */
-    struct sophon_limits lim = {4u << 20, 64, 8u << 20};
+    struct sophon_limits lim = {4u << 20, 64, 8u << 20, SOPHON_MAX_OBJECT_BYTES};
     struct sophon_probe_info info;
     const uint8_t *jpeg = data + HEADER;
     size_t len, n, i;

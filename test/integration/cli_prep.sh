@@ -62,6 +62,31 @@ expect "exec writes a PNG to look at" 0 "returned" \
 expect "prep writes a PPM" 0 "local CPU" "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 -o "$work/a.ppm"
 [ "$(head -c 2 "$work/a.ppm")" = P6 ] && ok "the PPM has a P6 header" || bad "not a PPM"
 
+# One object limit (SOPHON_MAX_OBJECT_BYTES, 64 MiB) in the OSD and here: a photo padded with
+# zeros after its EOI to exactly the limit is prepared alike; one byte more and the OSD, exec
+# --local and prep all refuse it with EFBIG.
+limit=$((64 << 20))
+cp "$work/tree/cats/a.jpg" "$work/big.jpg"
+truncate -s "$limit" "$work/big.jpg"
+rados -p "$pool" put cli.big "$work/big.jpg"
+if "$sophon" exec --id sophon -p "$pool" cli.big --seed 3 -o "$work/big-osd.raw" >/dev/null &&
+    "$sophon" exec --id sophon -p "$pool" cli.big --seed 3 --local -o "$work/big-local.raw" \
+        >/dev/null && cmp -s "$work/big-osd.raw" "$work/big-local.raw"; then
+    ok "an object of exactly 64 MiB is prepared in the OSD and here, the same bytes"
+else
+    bad "an object of exactly 64 MiB"
+fi
+truncate -s $((limit + 1)) "$work/big.jpg"
+rados -p "$pool" put cli.big "$work/big.jpg"
+expect "the OSD refuses an object over 64 MiB" 1 "over the size limits \(File too large\)" \
+    "$sophon" exec --id sophon -p "$pool" cli.big --box 0,0,8,8
+expect "exec --local refuses it alike" 1 "cannot read cli.big: over the 64 MiB .*\(EFBIG\)" \
+    "$sophon" exec --id sophon -p "$pool" cli.big --box 0,0,8,8 --local
+expect "prep refuses such a file alike" 1 "over the 64 MiB .*\(EFBIG\)" \
+    "$sophon" prep "$work/big.jpg" --box 0,0,8,8
+rados -p "$pool" rm cli.big
+rm -f "$work/big.jpg"
+
 expect "exec with a key that may not call classes says which caps are missing" 1 \
     "permission denied \(EPERM\).*class-read" \
     "$sophon" exec --id sophon-read -p "$pool" cats/a.jpg --seed 1

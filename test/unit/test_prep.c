@@ -881,11 +881,30 @@ static void test_limits(void **state)
     lim.max_output_bytes = 16 * 16 * 3 - 1;
     assert_int_equal(run(&j, &p, &lim, 0), -EFBIG);
     lim = (struct sophon_limits)SOPHON_LIMITS_INIT;
+
+    lim.max_input_bytes = j.len;
+    assert_int_equal(run(&j, &p, &lim, 0), 0);
+    lim.max_input_bytes = j.len - 1;
+    assert_int_equal(run(&j, &p, &lim, 0), -EFBIG);
+    lim = (struct sophon_limits)SOPHON_LIMITS_INIT;
     p.out_w = p.out_h = SOPHON_MAX_SIDE; /* 192 MiB of u8 is over the 64 MiB default. */
     assert_int_equal(sophon_prep_run(small, sizeof(small), j.data, j.len, &p, &lim, NULL, 0),
                      -EFBIG);
     p.out_w = p.out_h = 16;
     assert_int_equal(run(&j, &p, &lim, 1), -ERANGE);
+    free(j.data);
+
+    /* The object limit by default (lim NULL too): the JPEG padded with zeros after its EOI
+     * decodes at SOPHON_MAX_OBJECT_BYTES and is refused one byte over it, as in the OSD. */
+    j = make_jpeg(K_420, 64, 48, 0, 80);
+    j.data = realloc(j.data, SOPHON_MAX_OBJECT_BYTES + 1);
+    assert_non_null(j.data);
+    memset(j.data + j.len, 0, SOPHON_MAX_OBJECT_BYTES + 1 - j.len);
+    j.len = SOPHON_MAX_OBJECT_BYTES;
+    assert_int_equal(run(&j, &p, NULL, 0), 0);
+    j.len = SOPHON_MAX_OBJECT_BYTES + 1;
+    assert_int_equal(run(&j, &p, NULL, 0), -EFBIG);
+    assert_int_equal(run(&j, &p, &lim, 0), -EFBIG);
     free(j.data);
 
     /* 6000 rows into 1: the vertical kernel spans 12001 rows of 8192 * 3 bytes, over 256 MiB. */
