@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cross_checks.h"
 #include "sampler.h"
 #include "selector.h"
 
@@ -237,12 +238,11 @@ static int parse_list(const struct cli *c, const char *what, const char *arg, ch
 
 int cli_parse_format(const struct cli *c, const char *arg)
 {
-    if (strcmp(arg, "u8") == 0)
-        return 0;
-    if (strcmp(arg, "f32") == 0)
-        return 1;
-    cli_error(c, "--format wants u8 or f32, not '%s'", arg);
-    return -1;
+    int f = sophon_format_from_name(arg);
+
+    if (f < 0)
+        cli_error(c, "--format wants u8 or f32, not '%s'", arg);
+    return f;
 }
 
 void cli_prep_init(struct cli_prep *o)
@@ -300,7 +300,7 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
         int f = cli_parse_format(c, arg);
         if (f < 0)
             return -1;
-        o->p.format = f == 1 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+        o->p.format = (uint8_t)f;
         return 1;
     }
     case CLI_OPT_FAST:

@@ -95,9 +95,9 @@ int cli_parse_number(const struct cli *c, const char *what, const char *s, int a
 /* --policy: the selector's policy named s, or prints the names and returns -1. */
 int cli_parse_policy(const struct cli *c, const char *s);
 
-/* Parses --format: 0 for "u8", 1 for "f32" (the values of every format enum here: prep's
- * sophon_format, the selector's sophon_final_format, libsophon's sophon_sample_format); prints
- * why and returns -1 for anything else. */
+/* Parses --format: "u8" or "f32" as an enum sophon_format, whose values the selector's
+ * sophon_final_format and libsophon's sophon_sample_format share (cross_checks.h); prints why and
+ * returns -1 for anything else. */
 int cli_parse_format(const struct cli *c, const char *arg);
 
 /* The request options of `sophon prep` and `sophon exec`. */

@@ -289,8 +289,7 @@ int cmd_bench(int argc, char **argv)
         run(&c, objs, n, 1, &o, jobs, repeat, &prep_t) < 0)
         goto done;
     printf("%zu objects, %llu in flight, output %ux%u %s%s\n", n, (unsigned long long)jobs,
-           o.p.out_w, o.p.out_h, o.p.format == SOPHON_FORMAT_F32 ? "f32" : "u8",
-           o.p.fast ? " fast" : "");
+           o.p.out_w, o.p.out_h, sophon_format_name(o.p.format), o.p.fast ? " fast" : "");
     printf("%-5s %8s %9s %10s %10s %9s %9s %11s\n", "mode", "calls", "calls/s", "stored MB",
            "recv MB", "recv/stor", "recv MB/s", "OSD ms/call");
     report("read", &read_t);

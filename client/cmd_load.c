@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cross_checks.h"
 #include "progress.h"
 #include "sophon.h"
 
@@ -119,16 +120,15 @@ static int out_close(struct epoch_out *eo)
 
 static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy)
 {
-    static const char *const stage[3] = {"stored", "u8", "f32"};
     uint64_t total = st->samples + st->failed;
     double secs = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
     printf("epoch %llu (%s): %llu samples in %.2f s, %.1f samples/s; %llu failed\n",
            (unsigned long long)st->epoch, policy, (unsigned long long)total, st->elapsed_s,
            (double)total / secs, (unsigned long long)st->failed);
     printf("  received %.2f MB:", (double)st->bytes_received / 1e6);
-    for (int s = 0; s < 3; s++)
-        printf("%s %s %.2f MB (%llu)", s ? "," : "", stage[s], (double)st->bytes_by_stage[s] / 1e6,
-               (unsigned long long)st->samples_by_stage[s]);
+    for (int s = 0; s < SOPHON_LOADER_STAGE_COUNT; s++)
+        printf("%s %s %.2f MB (%llu)", s ? "," : "", sophon_stage_name(s),
+               (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
     printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
            total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
@@ -250,7 +250,7 @@ int cmd_load(int argc, char **argv)
             int f = cli_parse_format(&c, optarg);
             if (f < 0)
                 return 2;
-            o.format = f == 1 ? SOPHON_SAMPLE_F32 : SOPHON_SAMPLE_U8;
+            o.format = f;
             continue;
         }
         case OPT_OUT:
@@ -328,7 +328,7 @@ int cmd_load(int argc, char **argv)
     const char *policy = o.policy != NULL ? o.policy : "selective";
     printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", dataset,
            sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world, o.batch_size,
-           o.format == SOPHON_SAMPLE_F32 ? "f32" : "u8");
+           sophon_format_name(o.format));
     fflush(stdout);
     code = 0;
     for (uint64_t e = first; e < first + epochs; e++) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cross_checks.h"
 #include "dataset.h"
 #include "selector.h"
 
@@ -138,7 +139,7 @@ int cmd_plan(int argc, char **argv)
             int f = cli_parse_format(&c, optarg);
             if (f < 0)
                 return 2;
-            budget.final_format = f == 1 ? SOPHON_FINAL_F32 : SOPHON_FINAL_U8;
+            budget.final_format = f;
             continue;
         }
         case OPT_SPEED:
@@ -199,7 +200,7 @@ int cmd_plan(int argc, char **argv)
     printf(
         "%zu objects, %.0f Mbit/s, %g storage cores (speed %.2f), %g client cores, %s output%s\n",
         n, budget.bandwidth_Bps * 8 / 1e6, budget.storage_cores, budget.storage_speed,
-        budget.client_cores, budget.final_format == SOPHON_FINAL_U8 ? "u8" : "f32",
+        budget.client_cores, sophon_format_name(budget.final_format),
         budget.gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");

@@ -62,8 +62,8 @@ static void print_result(const char *name, const struct sophon_response *h, size
                          const struct sophon_prep_params *p, const char *where)
 {
     printf("%s: box %u,%u,%u,%u%s -> %ux%u %s%s\n", name, p->box_x, p->box_y, p->box_w, p->box_h,
-           p->flip ? " flipped" : "", h->width, h->height,
-           h->format == SOPHON_FORMAT_F32 ? "f32" : "u8", h->fast ? " (fast)" : "");
+           p->flip ? " flipped" : "", h->width, h->height, sophon_format_name(h->format),
+           h->fast ? " (fast)" : "");
     printf("  stored %llu bytes, returned %zu bytes (%.2fx), %s CPU %.3f ms\n",
            (unsigned long long)h->source_bytes, resp_len,
            h->source_bytes > 0 ? (double)resp_len / (double)h->source_bytes : 0.0, where,

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cross_checks.h"
 #include "dataset.h"
 #include "epoch_order.h"
 #include "prep_call.h"
@@ -275,9 +276,9 @@ static void *dispatcher_main(void *arg)
                 s->stage = l->class_ok ? s->planned : SOPHON_STAGE_STORED;
                 rec = record(l, s->index);
                 s->p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
+                s->p.out_w = s->p.out_h = SOPHON_LOADER_SIDE;
                 sophon_draw_crop(&s->p, l->seed, l->epoch, s->index, rec->width, rec->height, NULL);
-                s->p.format =
-                    l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+                s->p.format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
                 s->state = SLOT_INFLIGHT;
                 l->inflight++;
                 batch[k++] = s;
@@ -754,7 +755,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     budget.storage_cores = l->o.storage_cores;
     budget.storage_speed = l->storage_speed;
     budget.client_cores = l->o.client_cores * l->client_speed;
-    budget.final_format = l->o.format == SOPHON_SAMPLE_F32 ? SOPHON_FINAL_F32 : SOPHON_FINAL_U8;
+    budget.final_format = l->o.format; /* the same values (cross_checks.h) */
     budget.policy = l->policy;
     r = sophon_plan_make(&plan, l->ds.records, &budget);
     if (r < 0) {

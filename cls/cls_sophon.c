@@ -149,7 +149,7 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         return r;
     }
     SOPHON_LOG(10, "prep: box %u,%u,%u,%u -> %ux%u %s%s, %d -> %llu bytes", p.box_x, p.box_y,
-               p.box_w, p.box_h, p.out_w, p.out_h, p.format == SOPHON_FORMAT_F32 ? "f32" : "u8",
+               p.box_w, p.box_h, p.out_w, p.out_h, sophon_format_name(p.format),
                p.flip ? " flipped" : "", len, (unsigned long long)size);
     *out = resp;
     *out_len = (int)size;

@@ -40,6 +40,23 @@ struct pipeline {
     float norm[3][256]; /* f32 output: normalize() of every channel value. */
 };
 
+static const char *const format_names[] = {"u8", "f32"};
+
+const char *sophon_format_name(int format)
+{
+    if (format < 0 || (size_t)format >= sizeof(format_names) / sizeof(format_names[0]))
+        return "unknown";
+    return format_names[format];
+}
+
+int sophon_format_from_name(const char *name)
+{
+    for (size_t f = 0; name != NULL && f < sizeof(format_names) / sizeof(format_names[0]); f++)
+        if (strcmp(name, format_names[f]) == 0)
+            return (int)f;
+    return -1;
+}
+
 uint64_t sophon_prep_output_size(const struct sophon_prep_params *p)
 {
     uint64_t n;

@@ -70,6 +70,14 @@ enum sophon_sample_format { SOPHON_SAMPLE_U8 = 0, SOPHON_SAMPLE_F32 = 1 };
 /* The side of the square samples a loader delivers (the planner's byte counts assume it). */
 #define SOPHON_LOADER_SIDE 224u
 
+/* How far a sample was prepared when it left its OSD: the index of the stats' by-stage arrays. */
+enum sophon_loader_stage {
+    SOPHON_LOADER_STAGE_STORED = 0, /* not at all: the object as stored, prepared here */
+    SOPHON_LOADER_STAGE_U8 = 1,     /* to the u8 sample */
+    SOPHON_LOADER_STAGE_F32 = 2,    /* to the f32 tensor */
+    SOPHON_LOADER_STAGE_COUNT
+};
+
 #define SOPHON_LOADER_OPTIONS_VERSION 1
 
 /*
@@ -125,9 +133,10 @@ struct sophon_batch {
 struct sophon_loader_stats {
     unsigned version; /* set by the caller to SOPHON_LOADER_OPTIONS_VERSION */
     uint64_t epoch, samples, delivered, failed;
-    uint64_t bytes_received;                         /* from the OSDs, response headers included */
-    uint64_t bytes_by_stage[3], samples_by_stage[3]; /* as stored, u8, f32: what came back */
-    uint64_t offloaded;                              /* samples the OSDs prepared */
+    uint64_t bytes_received; /* from the OSDs, response headers included */
+    /* What came back, by enum sophon_loader_stage. */
+    uint64_t bytes_by_stage[SOPHON_LOADER_STAGE_COUNT], samples_by_stage[SOPHON_LOADER_STAGE_COUNT];
+    uint64_t offloaded;                 /* samples the OSDs prepared */
     uint64_t retries;                   /* operations sent again after a timeout or an OSD error */
     uint64_t fallbacks;                 /* samples planned in the OSD but prepared here */
     uint64_t osd_cpu_ns, client_cpu_ns; /* preparation CPU: OSD threads, the loader's workers */

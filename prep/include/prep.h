@@ -134,6 +134,11 @@ int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len,
  */
 int64_t sophon_count_scans(const uint8_t *jpeg, size_t len);
 
+/* Static name of an enum sophon_format ("u8", "f32"), "unknown" when out of range; and the format
+ * named name, or -1. */
+const char *sophon_format_name(int format);
+int sophon_format_from_name(const char *name);
+
 /*
  * sophon_prep_output_size - bytes the output needs: out_w * out_h * 3 (u8) or
  * out_w * out_h * 3 * 4 (f32), computed in 64 bits. 0 if p is NULL, a side is 0 or larger

@@ -7,8 +7,8 @@
  *
  * Stages form a ladder; the OSD runs a prefix of the pipeline and the client the rest:
  *     STORED  the OSD reads the object and sends it as stored (no OSD CPU);
- *     U8      the OSD decodes, crops, resizes and flips: 224x224x3 bytes + a 48-byte header;
- *     F32     the OSD also normalizes: a 3x224x224 float tensor + a 48-byte header.
+ *     U8      the OSD decodes, crops, resizes and flips: 224x224x3 bytes + the response header;
+ *     F32     the OSD also normalizes: a 3x224x224 float tensor + the response header.
  * The list is open: stages are indexed by enum sophon_stage up to SOPHON_STAGE_COUNT, in ladder
  * order (a later stage is further down the pipeline), and every array over stages uses it.
  *
@@ -45,12 +45,19 @@ enum sophon_stage {
     SOPHON_STAGE_COUNT
 };
 
-/* Bytes on the wire of the OSD's stages, for 224x224 outputs: payload + response header. */
+/*
+ * Bytes on the wire of the OSD's stages: the payload of a SOPHON_SEL_SIDE-square sample and the
+ * response header. The selector includes nothing of prep/ or the client: the client, where both
+ * are visible, holds these to wire.h's SOPHON_RESPONSE_HDR_LEN and sophon.h's
+ * SOPHON_LOADER_SIDE with _Static_assert (client/cross_checks.h).
+ */
+#define SOPHON_SEL_SIDE         224u
 #define SOPHON_SEL_HEADER_BYTES 48u
-#define SOPHON_SEL_U8_BYTES     (224u * 224u * 3u + SOPHON_SEL_HEADER_BYTES)      /* 150,576 */
-#define SOPHON_SEL_F32_BYTES    (224u * 224u * 3u * 4u + SOPHON_SEL_HEADER_BYTES) /* 602,160 */
+#define SOPHON_SEL_U8_BYTES     (SOPHON_SEL_SIDE * SOPHON_SEL_SIDE * 3u + SOPHON_SEL_HEADER_BYTES)
+#define SOPHON_SEL_F32_BYTES    (SOPHON_SEL_SIDE * SOPHON_SEL_SIDE * 12u + SOPHON_SEL_HEADER_BYTES)
 
-/* The format the training loop consumes. With U8, the F32 stage is not a valid choice. */
+/* The format the training loop consumes. With U8, the F32 stage is not a valid choice. The
+ * values are prep's enum sophon_format's (client/cross_checks.h checks). */
 enum sophon_final_format {
     SOPHON_FINAL_U8 = 0,
     SOPHON_FINAL_F32 = 1,

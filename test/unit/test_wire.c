@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "selector.h"
 #include "wire.h"
 
 static void version_roundtrip(void **state)
@@ -237,6 +238,31 @@ static void response_roundtrip(void **state)
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
 }
 
+/* The selector's byte figures are the sizes of the responses to the loader's requests. */
+static void response_sizes_are_the_selectors(void **state)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+
+    (void)state;
+    p.box_w = p.box_h = 500;
+    p.out_w = p.out_h = SOPHON_SEL_SIDE;
+    assert_int_equal(sophon_response_size(&p), SOPHON_SEL_U8_BYTES);
+    p.format = SOPHON_FORMAT_F32;
+    assert_int_equal(sophon_response_size(&p), SOPHON_SEL_F32_BYTES);
+}
+
+static void format_names(void **state)
+{
+    (void)state;
+    assert_string_equal(sophon_format_name(SOPHON_FORMAT_U8), "u8");
+    assert_string_equal(sophon_format_name(SOPHON_FORMAT_F32), "f32");
+    assert_string_equal(sophon_format_name(2), "unknown");
+    assert_int_equal(sophon_format_from_name("f32"), SOPHON_FORMAT_F32);
+    assert_int_equal(sophon_format_from_name("u8"), SOPHON_FORMAT_U8);
+    assert_int_equal(sophon_format_from_name("f16"), -1);
+    assert_int_equal(sophon_format_from_name(NULL), -1);
+}
+
 static void probe_roundtrip(void **state)
 {
     (void)state;
@@ -274,6 +300,8 @@ int main(void)
         cmocka_unit_test(request_newer_layout_is_refused),
         cmocka_unit_test(request_encode_refuses_invalid),
         cmocka_unit_test(response_roundtrip),
+        cmocka_unit_test(response_sizes_are_the_selectors),
+        cmocka_unit_test(format_names),
         cmocka_unit_test(probe_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
