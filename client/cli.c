@@ -364,6 +364,15 @@ done:
     return r;
 }
 
+int cli_close_written(FILE *f)
+{
+    int lost = ferror(f);
+
+    if (fclose(f) != 0)
+        lost = 1;
+    return lost ? -EIO : 0;
+}
+
 /* "500Mbit", "1.5Gbit", "100MB", "1e9" (bytes/s); an optional "/s" or "ps". */
 int cli_parse_rate(const char *s, double *out)
 {

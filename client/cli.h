@@ -6,6 +6,7 @@
 #define SOPHON_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdbool.h>
 
 #include <stdint.h>
@@ -153,6 +154,10 @@ int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uin
 
 /* Reads a whole file (at most max bytes). Returns 0 or a negative errno. */
 int cli_read_file(const char *path, uint8_t **buf, size_t *len, size_t max);
+
+/* Closes a file that was written to: 0, or -EIO if anything written was lost (the stream's
+ * error indicator was set, or the last flush failed: a full disk shows there). */
+int cli_close_written(FILE *f);
 
 /* Subcommands. */
 int cmd_version(int argc, char **argv);

@@ -73,7 +73,12 @@ static int list_objects(struct cli *c, const char *prefix, uint64_t max, struct 
             }
             *out = v;
         }
-        (*out)[(*n)++] = (struct object){.name = strdup(entry)};
+        (*out)[*n] = (struct object){.name = strdup(entry)};
+        if ((*out)[*n].name == NULL) {
+            r = -ENOMEM;
+            break;
+        }
+        (*n)++;
     }
     rados_nobjects_list_close(lc);
     if (r == -ENOENT)
@@ -95,22 +100,39 @@ static int start_op(struct cli *c, struct op *op, const struct object *obj, int 
 {
     memset(op, 0, sizeof(*op));
     op->obj = obj;
-    int r = rados_aio_create_completion(NULL, NULL, NULL, &op->c);
+    uint8_t req[SOPHON_REQUEST_LEN];
+    int r = prep ? sophon_request_encode(req, sizeof(req), p) : 0;
+    if (r < 0)
+        return r;
+    r = rados_aio_create_completion(NULL, NULL, NULL, &op->c);
     if (r < 0)
         return r;
     op->rop = rados_create_read_op();
+    if (op->rop == NULL) {
+        r = -ENOMEM;
+        goto fail;
+    }
     if (prep) {
-        uint8_t req[SOPHON_REQUEST_LEN];
-        sophon_request_encode(req, sizeof(req), p);
         rados_read_op_exec(op->rop, "sophon", "prep", (const char *)req, sizeof(req), &op->buf,
                            &op->len, &op->prval);
     } else {
         op->buf = malloc(obj->size > 0 ? obj->size : 1);
-        if (op->buf == NULL)
-            return -ENOMEM;
+        if (op->buf == NULL) {
+            r = -ENOMEM;
+            goto fail;
+        }
         rados_read_op_read(op->rop, 0, obj->size, op->buf, &op->bytes_read, &op->prval);
     }
-    return rados_aio_read_op_operate(op->rop, c->io, op->c, obj->name, 0);
+    r = rados_aio_read_op_operate(op->rop, c->io, op->c, obj->name, 0);
+    if (r == 0)
+        return 0;
+fail:
+    if (!prep)
+        free(op->buf);
+    if (op->rop != NULL)
+        rados_release_read_op(op->rop);
+    rados_aio_release(op->c);
+    return r;
 }
 
 static void finish_op(struct op *op, int prep, struct totals *t, struct progress *pr)
@@ -150,6 +172,7 @@ static int run(struct cli *c, const struct object *objs, size_t n, int prep,
     struct op *ops = calloc(jobs, sizeof(*ops));
     struct progress pr;
     size_t head = 0, inflight = 0;
+    int r = 0;
     if (ops == NULL)
         return -ENOMEM;
     memset(t, 0, sizeof(*t));
@@ -164,11 +187,11 @@ static int run(struct cli *c, const struct object *objs, size_t n, int prep,
         }
         if (prep)
             sophon_draw_crop(&p, o->seed, k / n, k % n, obj->width, obj->height, NULL);
-        int r = start_op(c, &ops[(head + inflight) % jobs], obj, prep, &p);
+        r = start_op(c, &ops[(head + inflight) % jobs], obj, prep, &p);
         if (r < 0) {
+            /* The operations in flight still write into their buffers: wait for them. */
             cli_error(c, "cannot start an operation on %s: %s", obj->name, strerror(-r));
-            free(ops);
-            return r;
+            break;
         }
         inflight++;
     }
@@ -179,7 +202,7 @@ static int run(struct cli *c, const struct object *objs, size_t n, int prep,
     }
     t->secs = progress_end(&pr);
     free(ops);
-    return 0;
+    return r;
 }
 
 static void report(const char *what, const struct totals *t)

@@ -102,17 +102,21 @@ static int out_batch(struct epoch_out *eo, const struct sophon_batch *b)
     if (fwrite(b->data, b->sample_bytes, b->n, eo->data) != b->n)
         return -1;
     for (size_t k = 0; k < b->n; k++)
-        fprintf(eo->index, "%zu %llu %d %d %s\n", b->first + k, (unsigned long long)b->indices[k],
-                (int)b->labels[k], b->errors[k], b->names[k]);
+        if (fprintf(eo->index, "%zu %llu %d %d %s\n", b->first + k,
+                    (unsigned long long)b->indices[k], (int)b->labels[k], b->errors[k],
+                    b->names[k]) < 0)
+            return -1;
     return 0;
 }
 
+/* Closes both files; -1 if anything written to them was lost (their error indicator, or the
+ * last flush). */
 static int out_close(struct epoch_out *eo)
 {
     int r = 0;
-    if (eo->data != NULL && fclose(eo->data) != 0)
+    if (eo->data != NULL && cli_close_written(eo->data) < 0)
         r = -1;
-    if (eo->index != NULL && fclose(eo->index) != 0)
+    if (eo->index != NULL && cli_close_written(eo->index) < 0)
         r = -1;
     eo->data = eo->index = NULL;
     return r;

@@ -244,7 +244,11 @@ int cmd_plan(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             fprintf(f, "%s,%s\n", sophon_records_get(set, i)->name,
                     sophon_stage_name(chosen->stage[i]));
-        fclose(f);
+        if (cli_close_written(f) < 0) {
+            cli_error(&c, "writing %s failed: %s", out_path, strerror(EIO));
+            sophon_plan_free(chosen);
+            goto done;
+        }
     }
     sophon_plan_free(chosen);
     code = 0;

@@ -73,7 +73,7 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
             (*out)[i].name = members[i].name;
             members[i].name = NULL;
         }
-        *n = nmembers;
+        *n = *out != NULL ? nmembers : 0;
         sophon__index_members_free(members, nmembers);
         return r;
     }
@@ -82,8 +82,9 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
         FILE *f = fopen(list, "r");
         char line[4096];
         if (f == NULL) {
-            cli_error(c, "cannot read %s: %s", list, strerror(errno));
-            return -errno;
+            r = -errno; /* cli_error may change errno */
+            cli_error(c, "cannot read %s: %s", list, strerror(-r));
+            return r;
         }
         while (fgets(line, sizeof(line), f) != NULL) {
             line[strcspn(line, "\r\n")] = '\0';
@@ -98,10 +99,16 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
                 }
                 *out = v;
             }
-            (*out)[(*n)++] = (struct item){.name = strdup(line)};
+            (*out)[*n] = (struct item){.name = strdup(line)};
+            if ((*out)[*n].name == NULL) {
+                fclose(f);
+                return -ENOMEM;
+            }
+            (*n)++;
         }
+        r = ferror(f) ? -EIO : 0;
         fclose(f);
-        return 0;
+        return r;
     }
     rados_list_ctx_t lc;
     const char *entry;
@@ -117,7 +124,12 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
             }
             *out = v;
         }
-        (*out)[(*n)++] = (struct item){.name = strdup(entry)};
+        (*out)[*n] = (struct item){.name = strdup(entry)};
+        if ((*out)[*n].name == NULL) {
+            r = -ENOMEM;
+            break;
+        }
+        (*n)++;
     }
     rados_nobjects_list_close(lc);
     return r == -ENOENT ? 0 : r;
@@ -180,13 +192,22 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
         struct pending *p = &ring[(head + inflight) % jobs];
         memset(p, 0, sizeof(*p));
         p->it = &items[i];
-        rados_aio_create_completion(NULL, NULL, NULL, &p->c);
+        int r = rados_aio_create_completion(NULL, NULL, NULL, &p->c);
+        if (r < 0) {
+            items[i].result = r;
+            continue;
+        }
         p->op = rados_create_read_op();
+        if (p->op == NULL) {
+            rados_aio_release(p->c);
+            items[i].result = -ENOMEM;
+            continue;
+        }
         rados_read_op_stat(p->op, &p->size, &p->mtime, &p->stat_rval);
         if (probe)
             rados_read_op_exec(p->op, "sophon", "probe", NULL, 0, &p->out, &p->out_len,
                                &p->exec_rval);
-        int r = rados_aio_read_op_operate(p->op, c->io, p->c, items[i].name, 0);
+        r = rados_aio_read_op_operate(p->op, c->io, p->c, items[i].name, 0);
         if (r < 0) {
             rados_release_read_op(p->op);
             rados_aio_release(p->c);
@@ -234,9 +255,12 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
                     it->name, strerror(-r));
             continue;
         }
-        sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
-        double osd_s = (double)h.cpu_ns / 1e9;
+        /* sophon__remote_prep has decoded it once: this cannot fail. */
+        r = sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
         rados_buffer_free(resp);
+        if (r < 0)
+            continue;
+        double osd_s = (double)h.cpu_ns / 1e9;
         uint8_t *jpeg, *out;
         size_t len, out_len;
         char err[256];
@@ -310,14 +334,14 @@ static int export_csv(struct cli *c, const char *dataset, const char *path)
         return -1;
     }
     FILE *f = fopen(path, "w");
-    if (f == NULL || sophon_records_write_csv(ds.records, f) < 0) {
-        cli_error(c, "cannot write %s: %s", path, strerror(errno));
-        if (f != NULL)
-            fclose(f);
+    r = f == NULL ? -errno : sophon_records_write_csv(ds.records, f);
+    if (f != NULL && cli_close_written(f) < 0 && r == 0)
+        r = -EIO;
+    if (r < 0) {
+        cli_error(c, "cannot write %s: %s", path, strerror(-r));
         sophon__dataset_free(&ds);
         return -1;
     }
-    fclose(f);
     printf("exported %zu records of dataset %s to %s\n", sophon_records_count(ds.records), dataset,
            path);
     sophon__dataset_free(&ds);
@@ -404,7 +428,11 @@ int cmd_profile(int argc, char **argv)
         cli_error(&c, "cannot read the index of dataset %s: %s", dataset, strerror(-r));
         goto done;
     }
-    run_ops(&c, items, n, 0, jobs, "stat");
+    if ((r = run_ops(&c, items, n, 0, jobs, "stat")) < 0) {
+        sophon__index_stamps_free(stamps, nstamps);
+        cli_error(&c, "cannot stat the objects: %s", strerror(-r));
+        goto done;
+    }
     size_t unchanged = 0, missing = 0;
     for (size_t i = 0; i < n; i++) {
         if (items[i].result < 0) {
@@ -419,7 +447,10 @@ int cmd_profile(int argc, char **argv)
         unchanged += !items[i].todo;
     }
     sophon__index_stamps_free(stamps, nstamps);
-    run_ops(&c, items, n, 1, jobs, "probe");
+    if ((r = run_ops(&c, items, n, 1, jobs, "probe")) < 0) {
+        cli_error(&c, "cannot probe the objects: %s", strerror(-r));
+        goto done;
+    }
 
     /* Records for what was probed. */
     struct sophon_index_entry *entries = calloc(n ? n : 1, sizeof(*entries));

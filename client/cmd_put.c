@@ -56,8 +56,11 @@ static int add_file(struct file_list *l, const char *path, const char *name, uin
     l->v[l->n].path = strdup(path);
     l->v[l->n].name = strdup(name);
     l->v[l->n].size = size;
-    if (l->v[l->n].path == NULL || l->v[l->n].name == NULL)
+    if (l->v[l->n].path == NULL || l->v[l->n].name == NULL) {
+        free(l->v[l->n].path);
+        free(l->v[l->n].name);
         return -ENOMEM;
+    }
     l->n++;
     return 0;
 }

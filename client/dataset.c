@@ -44,7 +44,10 @@ char *sophon__record_line(const struct sophon_record *rec)
     f = open_memstream(&text, &len);
     if (f == NULL || sophon_records_write_csv(one, f) < 0)
         goto done;
-    fclose(f);
+    if (fclose(f) != 0) {
+        f = NULL;
+        goto done;
+    }
     f = NULL;
     /* Drop the header line and the final newline. */
     char *nl = strchr(text, '\n');
@@ -165,6 +168,10 @@ int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double st
     const char *keys[] = {"@profile"}, *vals[] = {val};
     size_t klen[] = {8}, vlen[] = {strlen(val)};
     rados_write_op_t op = rados_create_write_op();
+    if (op == NULL) {
+        rados_ioctx_destroy(iio);
+        return -ENOMEM;
+    }
     rados_write_op_omap_set2(op, keys, vals, klen, vlen, 1);
     r = rados_write_op_operate(op, iio, oid, NULL, 0);
     rados_release_write_op(op);
@@ -187,12 +194,18 @@ static int omap_each(rados_ioctx_t io, const char *dataset, const char *prefix, 
     if ((r = index_io(io, &iio)) < 0)
         return r;
     after = strdup("");
+    if (after == NULL)
+        r = -ENOMEM;
     unsigned char more = 1;
     while (r == 0 && more && after != NULL) {
         rados_read_op_t op = rados_create_read_op();
         rados_omap_iter_t it = NULL;
         int prval = 0;
         more = 0;
+        if (op == NULL) {
+            r = -ENOMEM;
+            break;
+        }
         rados_read_op_omap_get_vals2(op, after, prefix, BATCH, &it, &more, &prval);
         r = rados_read_op_operate(op, iio, oid, 0);
         if (r == 0 && prval < 0)
@@ -360,8 +373,10 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
     }
     if ((r = omap_each(io, dataset, "r/", add_line, f)) < 0)
         goto done;
-    fclose(f);
+    r = fclose(f) == 0 ? 0 : -ENOMEM; /* a memory stream's last flush can only run out of memory */
     f = NULL;
+    if (r < 0)
+        goto done;
     if (strchr(text, '\n') == text + len - 1) {
         sophon__seterr(err, errlen, "dataset %s has no records: run `sophon profile --dataset %s`",
                        dataset, dataset);
@@ -392,7 +407,12 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
             continue;
         if (bsearch(&members[i].label, out->classes, out->nclasses, sizeof(char *), by_class))
             continue;
-        out->classes[out->nclasses++] = strdup(members[i].label);
+        out->classes[out->nclasses] = strdup(members[i].label);
+        if (out->classes[out->nclasses] == NULL) {
+            r = -ENOMEM;
+            goto done;
+        }
+        out->nclasses++;
         qsort(out->classes, out->nclasses, sizeof(char *), by_class);
     }
     /* Records and members are both sorted by object name (omap key order): merge them. */

@@ -81,6 +81,7 @@ struct sophon_loader {
     pthread_mutex_t mu, log_mu;
     pthread_cond_t cv_disp, cv_work, cv_done;
     pthread_t dispatcher, *workers;
+    struct slot **to_issue; /* The dispatcher's: window slots to start outside mu. */
     unsigned nworkers;
     int threads_started, stop;
 
@@ -246,12 +247,12 @@ static int can_issue(const struct sophon_loader *l)
 static void *dispatcher_main(void *arg)
 {
     struct sophon_loader *l = arg;
-    struct slot **batch = malloc(l->o.window * sizeof(*batch));
+    struct slot **batch = l->to_issue;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         size_t k = 0;
         double now = now_s(), wake = INFINITY;
-        if (batch != NULL && l->running) {
+        if (l->running) {
             /* Retries first: they are the oldest positions. */
             for (struct slot **pp = &l->retry; *pp != NULL && l->inflight < l->o.window;) {
                 struct slot *s = *pp;
@@ -299,7 +300,6 @@ static void *dispatcher_main(void *arg)
         }
     }
     pthread_mutex_unlock(&l->mu);
-    free(batch);
     return NULL;
 }
 
@@ -571,11 +571,14 @@ static void init_sync(struct sophon_loader *l)
     pthread_condattr_destroy(&ca);
 }
 
+/* Everything the threads need is allocated before the first starts: a thread that could not get
+ * its memory would leave sophon_loader_next waiting for samples nobody issues. */
 static int start_threads(struct sophon_loader *l)
 {
     l->threads_started = 1;
     l->workers = calloc(l->o.threads, sizeof(*l->workers));
-    if (l->workers == NULL)
+    l->to_issue = calloc(l->o.window, sizeof(*l->to_issue));
+    if (l->workers == NULL || l->to_issue == NULL)
         return -ENOMEM;
     if (pthread_create(&l->dispatcher, NULL, dispatcher_main, l) != 0)
         return -EAGAIN;
@@ -882,6 +885,7 @@ void sophon_loader_close(sophon_loader *l)
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_done);
     free(l->workers);
+    free(l->to_issue);
     for (unsigned i = 0; l->bufs != NULL && i < l->nbufs; i++) {
         free(l->bufs[i].data);
         free(l->bufs[i].labels);

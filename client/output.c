@@ -40,7 +40,8 @@ static uint8_t *tensor_to_rgb(const struct sophon_response *h, const uint8_t *pa
 
 static int write_ppm(FILE *f, const uint8_t *rgb, uint32_t w, uint32_t h)
 {
-    fprintf(f, "P6\n%u %u\n255\n", w, h);
+    if (fprintf(f, "P6\n%u %u\n255\n", w, h) < 0)
+        return -EIO;
     return fwrite(rgb, 3, (size_t)w * h, f) == (size_t)w * h ? 0 : -EIO;
 }
 
