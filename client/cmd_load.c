@@ -338,7 +338,7 @@ int cmd_load(int argc, char **argv)
     for (uint64_t e = first; e < first + epochs; e++) {
         struct epoch_out eo;
         struct progress pr;
-        struct sophon_loader_stats st = {.version = SOPHON_LOADER_OPTIONS_VERSION};
+        struct sophon_loader_stats st = SOPHON_LOADER_STATS_INIT;
         const struct sophon_batch *b;
         char what[64];
         if (out_open(&c, &eo, out_dir, e) < 0) {

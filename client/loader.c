@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cross_checks.h"
 #include "dataset.h"
 #include "epoch_order.h"
+#include "loader_versions.h"
 #include "prep_call.h"
 #include "sampler.h"
 #include "selector.h"
@@ -644,45 +644,16 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
                        const char *pool, const char *dataset,
                        const struct sophon_loader_options *opts)
 {
-    static const struct sophon_loader_options defaults = SOPHON_LOADER_OPTIONS_INIT;
+    struct sophon_loader_options o;
     char err[256] = "";
     int r;
 
     if (out == NULL || pool == NULL || dataset == NULL)
         return -EINVAL;
-    if (opts == NULL)
-        opts = &defaults;
-    if (opts->version != SOPHON_LOADER_OPTIONS_VERSION)
-        return -EINVAL;
-    struct sophon_loader_options o = *opts;
-    if (o.world == 0)
-        o.world = 1;
-    if (o.batch_size == 0)
-        o.batch_size = 32;
-    if (o.window == 0)
-        o.window = 32;
-    if (o.threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        o.threads = n > 0 && n < 256 ? (unsigned)n : 1;
-    }
-    if (o.bandwidth_Bps == 0)
-        o.bandwidth_Bps = 1e9 / 8;
-    if (o.storage_cores == 0)
-        o.storage_cores = 4;
-    if (o.client_cores == 0)
-        o.client_cores = o.threads;
-    if (o.retries == 0)
-        o.retries = 4;
-    if (o.backoff_ms == 0)
-        o.backoff_ms = 100;
-    if (o.op_timeout_s == 0)
-        o.op_timeout_s = 30;
+    r = sophon__loader_options_resolve(&o, opts);
+    if (r < 0)
+        return r;
     int policy = parse_policy(o.policy);
-    if (o.rank >= o.world || policy < 0 ||
-        (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size > 65536 ||
-        o.window > 4096 || o.threads > 256 || !(o.bandwidth_Bps > 0) ||
-        !isfinite(o.bandwidth_Bps) || !(o.storage_cores >= 0) || !(o.client_cores > 0))
-        return -EINVAL;
 
     struct sophon_loader *l = calloc(1, sizeof(*l));
     if (l == NULL)
@@ -837,15 +808,16 @@ int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
 
 int sophon_loader_stats_get(struct sophon_loader_stats *out, sophon_loader *l)
 {
-    if (out == NULL || l == NULL || out->version != SOPHON_LOADER_OPTIONS_VERSION)
+    struct sophon_loader_stats st;
+
+    if (out == NULL || l == NULL)
         return -EINVAL;
     pthread_mutex_lock(&l->mu);
-    *out = l->st;
+    st = l->st;
     if (l->running && l->delivered < l->m)
-        out->elapsed_s = now_s() - l->t0;
+        st.elapsed_s = now_s() - l->t0;
     pthread_mutex_unlock(&l->mu);
-    out->version = SOPHON_LOADER_OPTIONS_VERSION;
-    return 0;
+    return sophon__loader_stats_copy(out, &st);
 }
 
 size_t sophon_loader_classes(const sophon_loader *l)

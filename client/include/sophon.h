@@ -78,27 +78,45 @@ enum sophon_loader_stage {
     SOPHON_LOADER_STAGE_COUNT
 };
 
-#define SOPHON_LOADER_OPTIONS_VERSION 1
+/*
+ * Versions of struct sophon_loader_options (libgit2's rule: a caller sets version to the
+ * SOPHON_LOADER_OPTIONS_VERSION it was built with; the library accepts every version up to its
+ * own, reads only the fields that version has and gives the others their defaults, and refuses a
+ * newer version with -EINVAL):
+ *   1  sophon 0.1: a field left at 0 took its default, so 0 retries or 0 storage cores could
+ *      not be asked for. Still accepted with that meaning.
+ *   2  the INIT macro carries the defaults and every field means what it holds: 0 retries is
+ *      no retry, 0 storage cores no offload. Budgets may say SOPHON_BUDGET_MEASURE.
+ */
+#define SOPHON_LOADER_OPTIONS_VERSION 2
 
 /*
- * Options of sophon_loader_open. Start from SOPHON_LOADER_OPTIONS_INIT; a field left at 0 (or
- * NULL) takes the default given here.
+ * A budget to be measured online rather than given (bandwidth_Bps, storage_cores,
+ * client_cores). The loader does not measure budgets yet: until it does, this stands for
+ * sophon plan's defaults, 1 Gbit/s, 4 OSD cores and `threads` client cores.
+ */
+#define SOPHON_BUDGET_MEASURE (-1.0)
+
+/*
+ * Options of sophon_loader_open. Start from SOPHON_LOADER_OPTIONS_INIT, which holds the defaults
+ * given here, and change what you need.
  */
 struct sophon_loader_options {
     unsigned version;     /* SOPHON_LOADER_OPTIONS_VERSION */
     const char *policy;   /* "none", "all", "resize", "sophon", "selective" (NULL), "oracle" */
     int format;           /* enum sophon_sample_format; default u8 */
-    unsigned batch_size;  /* samples per batch; default 32 */
+    unsigned batch_size;  /* samples per batch, 1..65536; default 32 */
     unsigned rank, world; /* this process's shard of each epoch: rank < world; default 0 of 1 */
-    unsigned window;      /* RADOS operations in flight; default 32 */
-    unsigned threads;     /* local worker threads; default: the online CPUs */
+    unsigned window;      /* RADOS operations in flight, 1..4096; default 32 */
+    unsigned threads;     /* local worker threads, 1..256; 0 (the default): the online CPUs */
     const char *keyring;  /* keyring file; NULL: from ceph.conf */
-    /* The budget the plan is made for (sophon plan's --net, --storage-cores, --client-cores).
-     * Defaults: 1 Gbit/s, 4 OSD cores, `threads` client cores. */
+    /* The budget the plan is made for (sophon plan's --net, --storage-cores, --client-cores):
+     * bytes per second (> 0), OSD cores and client cores (>= 0; 0 storage cores: nothing is
+     * prepared in the OSDs), or SOPHON_BUDGET_MEASURE (the default, see there). */
     double bandwidth_Bps, storage_cores, client_cores;
     unsigned retries;      /* attempts after the first, per sample, before the local path; 4 */
     unsigned backoff_ms;   /* first retry's delay, doubled each time; default 100 */
-    unsigned op_timeout_s; /* librados operation timeout (rados_osd_op_timeout); default 30 */
+    unsigned op_timeout_s; /* librados operation timeout (rados_osd_op_timeout), 0 none; 30 */
     int no_adapt;          /* 1: plan every epoch with the profile's model, ignore measurements */
     /* Warnings and per-sample failures, one line without newline; NULL: to stderr. Called from
      * the loader's threads, one call at a time. */
@@ -107,8 +125,10 @@ struct sophon_loader_options {
 };
 
 /* clang-format off */
-#define SOPHON_LOADER_OPTIONS_INIT { SOPHON_LOADER_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, NULL, \
-                                     0, 0, 0, 0, 0, 0, 0, NULL, NULL }
+#define SOPHON_LOADER_OPTIONS_INIT { SOPHON_LOADER_OPTIONS_VERSION, NULL, SOPHON_SAMPLE_U8, 32, \
+                                     0, 1, 32, 0, NULL, SOPHON_BUDGET_MEASURE, \
+                                     SOPHON_BUDGET_MEASURE, SOPHON_BUDGET_MEASURE, 4, 100, 30, 0, \
+                                     NULL, NULL }
 /* clang-format on */
 
 /*
@@ -129,9 +149,13 @@ struct sophon_batch {
     size_t failed;            /* samples of this batch with errors[k] < 0 */
 };
 
-/* What a loader did in the current (or last) epoch of its shard. */
+/* Versions of struct sophon_loader_stats, under the options' rule: 1 is sophon 0.1's. */
+#define SOPHON_LOADER_STATS_VERSION 1
+
+/* What a loader did in the current (or last) epoch of its shard. Start from
+ * SOPHON_LOADER_STATS_INIT. */
 struct sophon_loader_stats {
-    unsigned version; /* set by the caller to SOPHON_LOADER_OPTIONS_VERSION */
+    unsigned version; /* set by the caller to SOPHON_LOADER_STATS_VERSION */
     uint64_t epoch, samples, delivered, failed;
     uint64_t bytes_received; /* from the OSDs, response headers included */
     /* What came back, by enum sophon_loader_stage. */
@@ -149,13 +173,17 @@ struct sophon_loader_stats {
     int class_available;                /* 0 once the class was found missing or forbidden */
 };
 
+/* clang-format off */
+#define SOPHON_LOADER_STATS_INIT { .version = SOPHON_LOADER_STATS_VERSION }
+/* clang-format on */
+
 /*
  * Connects as client.`client_id` (NULL: admin) with ceph.conf `conf` (NULL: $CEPH_CONF, then
  * Ceph's search path), opens `pool` and reads dataset `dataset` (its records and labels). opts
  * NULL means every default. On success *out is a loader with no epoch started; free it with
  * sophon_loader_close. Returns 0, -EINVAL (bad options: rank >= world, an unknown policy, a
- * version this library does not know), -ENOENT (no such pool, or a dataset without records), or
- * what librados says.
+ * field out of its range, a version newer than this library's), -ENOENT (no such pool, or a
+ * dataset without records), -ENOMEM, or what librados says.
  */
 SOPHON_API int sophon_loader_open(sophon_loader **out, const char *conf, const char *client_id,
                                   const char *pool, const char *dataset,
@@ -177,7 +205,8 @@ SOPHON_API int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64
  */
 SOPHON_API int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l);
 
-/* Copies the statistics of the current epoch into *out (out->version must be set). */
+/* Copies the statistics of the current epoch into *out: the fields of out->version, which the
+ * caller sets (-EINVAL for 0 or a version newer than this library's). */
 SOPHON_API int sophon_loader_stats_get(struct sophon_loader_stats *out, sophon_loader *l);
 
 /* Number of classes of the dataset and the name of class k (NULL when out of range); valid

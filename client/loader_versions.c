@@ -1,0 +1,121 @@
+/*
+ * loader_versions.c - the loader's options and statistics under libgit2's version rule
+ * (loader_versions.h, sophon.h).
+ */
+#include "loader_versions.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "selector.h"
+
+/* What SOPHON_BUDGET_MEASURE stands for until the loader measures budgets: sophon plan's
+ * defaults (client cores: the worker threads). */
+#define MEASURE_BANDWIDTH_BPS (1e9 / 8)
+#define MEASURE_STORAGE_CORES 4.0
+
+/*
+ * Bytes of the options struct each version has, for a caller built against an older sophon.h:
+ * only those are read. Versions 1 and 2 have the same fields and differ in what a 0 means; a
+ * version that appends fields gets its own entry here.
+ */
+static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
+    [1] = sizeof(struct sophon_loader_options),
+    [2] = sizeof(struct sophon_loader_options),
+};
+
+/* And of the stats struct each version has. */
+static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
+    [1] = sizeof(struct sophon_loader_stats),
+};
+
+/* Version 1: every field left at 0 took its default. */
+static void version1_zeros(struct sophon_loader_options *o,
+                           const struct sophon_loader_options *defaults)
+{
+    if (o->batch_size == 0)
+        o->batch_size = defaults->batch_size;
+    if (o->world == 0)
+        o->world = defaults->world;
+    if (o->window == 0)
+        o->window = defaults->window;
+    if (o->bandwidth_Bps == 0)
+        o->bandwidth_Bps = SOPHON_BUDGET_MEASURE;
+    if (o->storage_cores == 0)
+        o->storage_cores = SOPHON_BUDGET_MEASURE;
+    if (o->client_cores == 0)
+        o->client_cores = SOPHON_BUDGET_MEASURE;
+    if (o->retries == 0)
+        o->retries = defaults->retries;
+    if (o->backoff_ms == 0)
+        o->backoff_ms = defaults->backoff_ms;
+    if (o->op_timeout_s == 0)
+        o->op_timeout_s = defaults->op_timeout_s;
+}
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n > 0 ? (unsigned)(n < 256 ? n : 256) : 1;
+}
+
+/* A budget of cores: finite or infinite, >= 0 (0 is no core at all). */
+static int cores_ok(double v)
+{
+    return v >= 0 && !isnan(v);
+}
+
+int sophon__loader_options_resolve(struct sophon_loader_options *out,
+                                   const struct sophon_loader_options *in)
+{
+    static const struct sophon_loader_options defaults = SOPHON_LOADER_OPTIONS_INIT;
+    struct sophon_loader_options o = defaults;
+
+    if (out == NULL)
+        return -EINVAL;
+    if (in == NULL)
+        in = &defaults;
+    if (in->version == 0 || in->version > SOPHON_LOADER_OPTIONS_VERSION)
+        return -EINVAL;
+    memcpy(&o, in, options_size[in->version]);
+    if (in->version == 1)
+        version1_zeros(&o, &defaults);
+    o.version = SOPHON_LOADER_OPTIONS_VERSION;
+
+    if (o.threads == 0)
+        o.threads = online_cpus();
+    if (o.bandwidth_Bps == SOPHON_BUDGET_MEASURE)
+        o.bandwidth_Bps = MEASURE_BANDWIDTH_BPS;
+    if (o.storage_cores == SOPHON_BUDGET_MEASURE)
+        o.storage_cores = MEASURE_STORAGE_CORES;
+    if (o.client_cores == SOPHON_BUDGET_MEASURE)
+        o.client_cores = o.threads;
+
+    if (o.world == 0 || o.rank >= o.world ||
+        (o.policy != NULL && sophon_policy_from_name(o.policy) < 0) ||
+        (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size == 0 ||
+        o.batch_size > 65536 || o.window == 0 || o.window > 4096 || o.threads > 256 ||
+        !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !cores_ok(o.storage_cores) ||
+        !cores_ok(o.client_cores))
+        return -EINVAL;
+    *out = o;
+    return 0;
+}
+
+int sophon__loader_stats_copy(struct sophon_loader_stats *out,
+                              const struct sophon_loader_stats *src)
+{
+    unsigned version;
+
+    if (out == NULL || src == NULL || out->version == 0 ||
+        out->version > SOPHON_LOADER_STATS_VERSION)
+        return -EINVAL;
+    version = out->version;
+    memcpy(out, src, stats_size[version]);
+    out->version = version;
+    return 0;
+}

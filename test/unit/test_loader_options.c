@@ -1,0 +1,183 @@
+/*
+ * test_loader_options.c - libsophon's versioned structs (client/loader_versions.c): options of
+ * every known version accepted with that version's meaning, newer ones refused, a real 0 kept,
+ * the budget sentinel resolved; statistics copied by version. No cluster needed.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "loader_versions.h"
+
+static unsigned online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n > 0 ? (unsigned)(n < 256 ? n : 256) : 1;
+}
+
+/* NULL and the INIT macro: the documented defaults, the sentinels resolved. */
+static void test_defaults(void **state)
+{
+    struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT, o;
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sophon__loader_options_resolve(&o, k == 0 ? NULL : &init), 0);
+        assert_int_equal(o.version, SOPHON_LOADER_OPTIONS_VERSION);
+        assert_null(o.policy);
+        assert_int_equal(o.format, SOPHON_SAMPLE_U8);
+        assert_int_equal(o.batch_size, 32);
+        assert_int_equal(o.rank, 0);
+        assert_int_equal(o.world, 1);
+        assert_int_equal(o.window, 32);
+        assert_int_equal(o.threads, online());
+        assert_true(o.bandwidth_Bps == 1e9 / 8);
+        assert_true(o.storage_cores == 4);
+        assert_true(o.client_cores == o.threads);
+        assert_int_equal(o.retries, 4);
+        assert_int_equal(o.backoff_ms, 100);
+        assert_int_equal(o.op_timeout_s, 30);
+        assert_int_equal(o.no_adapt, 0);
+    }
+}
+
+/* Version 2: 0 means 0 wherever 0 is a meaningful value. */
+static void test_real_zero(void **state)
+{
+    struct sophon_loader_options in = SOPHON_LOADER_OPTIONS_INIT, o;
+
+    (void)state;
+    in.retries = 0;
+    in.backoff_ms = 0;
+    in.op_timeout_s = 0;
+    in.storage_cores = 0;
+    in.client_cores = 0;
+    in.threads = 3;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_int_equal(o.retries, 0);
+    assert_int_equal(o.backoff_ms, 0);
+    assert_int_equal(o.op_timeout_s, 0);
+    assert_true(o.storage_cores == 0);
+    assert_true(o.client_cores == 0);
+    assert_int_equal(o.threads, 3);
+    /* Given budgets are kept as given; the measure sentinel follows the threads. */
+    in.bandwidth_Bps = 12.5e6;
+    in.storage_cores = INFINITY;
+    in.client_cores = SOPHON_BUDGET_MEASURE;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_true(o.bandwidth_Bps == 12.5e6);
+    assert_true(isinf(o.storage_cores));
+    assert_true(o.client_cores == 3);
+}
+
+/* A 0 where 0 means nothing is refused, not silently replaced; so is any value out of range. */
+#define REFUSED(change)                                                                            \
+    do {                                                                                           \
+        struct sophon_loader_options in = SOPHON_LOADER_OPTIONS_INIT, o;                           \
+        change;                                                                                    \
+        if (sophon__loader_options_resolve(&o, &in) != -EINVAL)                                    \
+            fail_msg("not refused: %s", #change);                                                  \
+    } while (0)
+
+static void test_refused(void **state)
+{
+    struct sophon_loader_options good = SOPHON_LOADER_OPTIONS_INIT, got;
+
+    (void)state;
+    REFUSED(in.batch_size = 0);
+    REFUSED(in.batch_size = 65537);
+    REFUSED(in.window = 0);
+    REFUSED(in.window = 4097);
+    REFUSED(in.world = 0);
+    REFUSED((in.rank = 2, in.world = 2));
+    REFUSED(in.threads = 257);
+    REFUSED(in.format = 2);
+    REFUSED(in.policy = "fastest");
+    REFUSED(in.bandwidth_Bps = 0);
+    REFUSED(in.bandwidth_Bps = INFINITY);
+    REFUSED(in.bandwidth_Bps = -2);
+    REFUSED(in.storage_cores = -2);
+    REFUSED(in.storage_cores = NAN);
+    REFUSED(in.client_cores = -0.5);
+    /* And what is in range passes. */
+    good.policy = "oracle";
+    good.rank = 1;
+    good.world = 2;
+    assert_int_equal(sophon__loader_options_resolve(&got, &good), 0);
+}
+
+/* libgit2's rule: older versions accepted with their meaning, newer ones refused. */
+static void test_versions(void **state)
+{
+    struct sophon_loader_options in, o;
+
+    (void)state;
+    /* A sophon 0.1 caller: its zeros were defaults. */
+    memset(&in, 0, sizeof(in));
+    in.version = 1;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_int_equal(o.version, SOPHON_LOADER_OPTIONS_VERSION);
+    assert_int_equal(o.batch_size, 32);
+    assert_int_equal(o.world, 1);
+    assert_int_equal(o.window, 32);
+    assert_int_equal(o.threads, online());
+    assert_int_equal(o.retries, 4);
+    assert_int_equal(o.backoff_ms, 100);
+    assert_int_equal(o.op_timeout_s, 30);
+    assert_true(o.bandwidth_Bps == 1e9 / 8);
+    assert_true(o.storage_cores == 4);
+    assert_true(o.client_cores == o.threads);
+    /* What it did set is kept. */
+    in.retries = 2;
+    in.storage_cores = 1.5;
+    in.format = SOPHON_SAMPLE_F32;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_int_equal(o.retries, 2);
+    assert_true(o.storage_cores == 1.5);
+    assert_int_equal(o.format, SOPHON_SAMPLE_F32);
+
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    in.version = SOPHON_LOADER_OPTIONS_VERSION + 1;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), -EINVAL);
+    in.version = 0;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), -EINVAL);
+    assert_int_equal(sophon__loader_options_resolve(NULL, NULL), -EINVAL);
+}
+
+static void test_stats_versions(void **state)
+{
+    struct sophon_loader_stats src, out;
+
+    (void)state;
+    memset(&src, 0, sizeof(src));
+    src.version = 77;
+    src.samples = 1234;
+    src.bytes_by_stage[SOPHON_LOADER_STAGE_F32] = 99;
+    out = (struct sophon_loader_stats)SOPHON_LOADER_STATS_INIT;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.version, SOPHON_LOADER_STATS_VERSION);
+    assert_int_equal(out.samples, 1234);
+    assert_int_equal(out.bytes_by_stage[SOPHON_LOADER_STAGE_F32], 99);
+    out.version = SOPHON_LOADER_STATS_VERSION + 1;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
+    out.version = 0;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_real_zero),
+        cmocka_unit_test(test_refused),        cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_stats_versions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
