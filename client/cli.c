@@ -194,21 +194,27 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
     }
 }
 
-int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max, uint64_t *out)
+int cli_parse_range(const struct cli *c, const char *what, const char *s, uint64_t min,
+                    uint64_t max, uint64_t *out)
 {
     char *end;
-    if (s == NULL || *s < '0' || *s > '9') {
-        cli_error(c, "%s: '%s' is not a number", what, s != NULL ? s : "");
-        return -1;
+    unsigned long long v = 0;
+    if (s != NULL && *s >= '0' && *s <= '9') {
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == 0 && *end == '\0' && v >= min && v <= max) {
+            *out = v;
+            return 0;
+        }
     }
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > max) {
-        cli_error(c, "%s: '%s' is not a number from 0 to %llu", what, s, (unsigned long long)max);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    cli_error(c, "%s: '%s' is not a number from %llu to %llu", what, s != NULL ? s : "",
+              (unsigned long long)min, (unsigned long long)max);
+    return -1;
+}
+
+int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max, uint64_t *out)
+{
+    return cli_parse_range(c, what, s, 0, max, out);
 }
 
 /* Parses "A<sep>B<sep>..." into n numbers of at most max each. */

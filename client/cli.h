@@ -81,6 +81,10 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
 int cli_parse_u64(const struct cli *c, const char *what, const char *s, uint64_t max,
                   uint64_t *out);
 
+/* The same, from min to max. */
+int cli_parse_range(const struct cli *c, const char *what, const char *s, uint64_t min,
+                    uint64_t max, uint64_t *out);
+
 /* A rate in bytes per second: "500Mbit", "1.5Gbit", "100MB", "1e9" (bytes/s), with an optional
  * "/s" or "ps". Returns 0, or -1 if s is not one (nothing printed). */
 int cli_parse_rate(const char *s, double *out);

@@ -253,11 +253,11 @@ int cmd_bench(int argc, char **argv)
             prefix = optarg;
             continue;
         case OPT_JOBS:
-            if (cli_parse_u64(&c, "--jobs", optarg, 1024, &jobs) < 0 || jobs == 0)
+            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
                 return 2;
             continue;
         case OPT_REPEAT:
-            if (cli_parse_u64(&c, "--repeat", optarg, 1000, &repeat) < 0 || repeat == 0)
+            if (cli_parse_range(&c, "--repeat", optarg, 1, 1000, &repeat) < 0)
                 return 2;
             continue;
         }

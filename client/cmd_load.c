@@ -242,7 +242,7 @@ int cmd_load(int argc, char **argv)
                 return 2;
             continue;
         case OPT_BATCH:
-            if (cli_parse_u64(&c, "--batch", optarg, 65536, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--batch", optarg, 1, 65536, &v) < 0)
                 return 2;
             o.batch_size = (unsigned)v;
             continue;
@@ -264,12 +264,12 @@ int cmd_load(int argc, char **argv)
             discard = 1;
             continue;
         case OPT_WINDOW:
-            if (cli_parse_u64(&c, "--window", optarg, 4096, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--window", optarg, 1, 4096, &v) < 0)
                 return 2;
             o.window = (unsigned)v;
             continue;
         case OPT_THREADS:
-            if (cli_parse_u64(&c, "--threads", optarg, 256, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--threads", optarg, 1, 256, &v) < 0)
                 return 2;
             o.threads = (unsigned)v;
             continue;
@@ -286,17 +286,17 @@ int cmd_load(int argc, char **argv)
                 return 2;
             continue;
         case OPT_RETRIES:
-            if (cli_parse_u64(&c, "--retries", optarg, 100, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--retries", optarg, 1, 100, &v) < 0)
                 return 2;
             o.retries = (unsigned)v;
             continue;
         case OPT_BACKOFF:
-            if (cli_parse_u64(&c, "--backoff-ms", optarg, 60000, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--backoff-ms", optarg, 1, 60000, &v) < 0)
                 return 2;
             o.backoff_ms = (unsigned)v;
             continue;
         case OPT_TIMEOUT:
-            if (cli_parse_u64(&c, "--op-timeout", optarg, 3600, &v) < 0 || v == 0)
+            if (cli_parse_range(&c, "--op-timeout", optarg, 1, 3600, &v) < 0)
                 return 2;
             o.op_timeout_s = (unsigned)v;
             continue;

@@ -143,7 +143,7 @@ int cmd_plan(int argc, char **argv)
             continue;
         }
         case OPT_SPEED:
-            if (cli_parse_number(&c, "--storage-speed", optarg, 1, &speed) < 0 || speed == 0)
+            if (cli_parse_number(&c, "--storage-speed", optarg, 0, &speed) < 0)
                 return 2;
             continue;
         case OPT_POLICY:

@@ -389,7 +389,7 @@ int cmd_profile(int argc, char **argv)
                 return 2;
             continue;
         case OPT_JOBS:
-            if (cli_parse_u64(&c, "--jobs", optarg, 1024, &jobs) < 0 || jobs == 0)
+            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
                 return 2;
             continue;
         case OPT_EXPORT:

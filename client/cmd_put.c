@@ -205,7 +205,7 @@ int cmd_put(int argc, char **argv)
             continue;
         }
         if (opt == OPT_JOBS) {
-            if (cli_parse_u64(&c, "--jobs", optarg, 1024, &jobs) < 0 || jobs == 0)
+            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
                 return 2;
             continue;
         }
