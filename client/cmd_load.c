@@ -161,227 +161,293 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (double)st->osd_cpu_ns / 1e9);
 }
 
+enum {
+    OPT_DATASET = CLI_OPT_FIRST_CMD,
+    OPT_POLICY,
+    OPT_EPOCHS,
+    OPT_FIRST_EPOCH,
+    OPT_SEED,
+    OPT_BATCH,
+    OPT_SHARD,
+    OPT_FORMAT,
+    OPT_OUT,
+    OPT_DISCARD,
+    OPT_WINDOW,
+    OPT_THREADS,
+    OPT_NET,
+    OPT_STORAGE,
+    OPT_CLIENT,
+    OPT_RETRIES,
+    OPT_BACKOFF,
+    OPT_TIMEOUT,
+    OPT_NO_ADAPT,
+};
+
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"first-epoch", required_argument, NULL, OPT_FIRST_EPOCH},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"shard", required_argument, NULL, OPT_SHARD},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"discard", no_argument, NULL, OPT_DISCARD},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"net", required_argument, NULL, OPT_NET},
+    {"storage-cores", required_argument, NULL, OPT_STORAGE},
+    {"client-cores", required_argument, NULL, OPT_CLIENT},
+    {"retries", required_argument, NULL, OPT_RETRIES},
+    {"backoff-ms", required_argument, NULL, OPT_BACKOFF},
+    {"op-timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"no-adapt", no_argument, NULL, OPT_NO_ADAPT},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct load_args {
+    struct cli c;
+    struct sophon_loader_options o;
+    const char *dataset, *out_dir, *policy;
+    uint64_t epochs, first, seed;
+    int discard;
+};
+
+/* An unsigned field of the loader's options, from min to max. */
+static int parse_unsigned(const struct cli *c, const char *what, const char *s, unsigned min,
+                          unsigned max, unsigned *out)
+{
+    uint64_t v;
+
+    if (cli_parse_range(c, what, s, min, max, &v) < 0)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* One option of sophon load's own: 1 handled, 0 not one of them, -1 invalid (said why). */
+static int load_option(struct load_args *a, int opt, const char *arg)
+{
+    const struct cli *c = &a->c;
+    struct sophon_loader_options *o = &a->o;
+    int r, f;
+
+    switch (opt) {
+    case OPT_DATASET:
+        a->dataset = arg;
+        return 1;
+    case OPT_POLICY:
+        o->policy = arg;
+        r = cli_parse_policy(c, arg);
+        break;
+    case OPT_EPOCHS:
+        r = cli_parse_u64(c, "--epochs", arg, 1000000, &a->epochs);
+        break;
+    case OPT_FIRST_EPOCH:
+        r = cli_parse_u64(c, "--first-epoch", arg, UINT32_MAX, &a->first);
+        break;
+    case OPT_SEED:
+        r = cli_parse_u64(c, "--seed", arg, UINT64_MAX, &a->seed);
+        break;
+    case OPT_BATCH:
+        r = parse_unsigned(c, "--batch", arg, 1, 65536, &o->batch_size);
+        break;
+    case OPT_SHARD:
+        r = parse_shard(c, arg, &o->rank, &o->world);
+        break;
+    case OPT_FORMAT:
+        r = f = cli_parse_format(c, arg);
+        if (f >= 0)
+            o->format = f; /* the same values (cross_checks.h) */
+        break;
+    case OPT_OUT:
+        a->out_dir = arg;
+        return 1;
+    case OPT_DISCARD:
+        a->discard = 1;
+        return 1;
+    case OPT_WINDOW:
+        r = parse_unsigned(c, "--window", arg, 1, 4096, &o->window);
+        break;
+    case OPT_THREADS:
+        r = parse_unsigned(c, "--threads", arg, 1, 256, &o->threads);
+        break;
+    case OPT_NET:
+        r = cli_parse_net(c, arg, &o->bandwidth_Bps);
+        break;
+    case OPT_STORAGE:
+        r = cli_parse_number(c, "--storage-cores", arg, 0, &o->storage_cores);
+        break;
+    case OPT_CLIENT:
+        r = cli_parse_number(c, "--client-cores", arg, 0, &o->client_cores);
+        break;
+    case OPT_RETRIES:
+        r = parse_unsigned(c, "--retries", arg, 1, 100, &o->retries);
+        break;
+    case OPT_BACKOFF:
+        r = parse_unsigned(c, "--backoff-ms", arg, 1, 60000, &o->backoff_ms);
+        break;
+    case OPT_TIMEOUT:
+        r = parse_unsigned(c, "--op-timeout", arg, 1, 3600, &o->op_timeout_s);
+        break;
+    case OPT_NO_ADAPT:
+        o->no_adapt = 1;
+        return 1;
+    default:
+        return 0;
+    }
+    return r < 0 ? -1 : 1;
+}
+
+/*
+ * The command line into *a, checked, and --out's directory made. Returns 0, or -1 to exit with
+ * *code (0 after --help, 2 for a usage error, 1 if the directory cannot be made).
+ */
+static int parse_args(int argc, char **argv, struct load_args *a, int *code)
+{
+    int opt, r;
+
+    memset(a, 0, sizeof(*a));
+    a->c.prog = "sophon load";
+    a->o = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    a->o.format = SOPHON_SAMPLE_F32;
+    a->epochs = 1;
+    *code = 2;
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage, stdout);
+            *code = 0;
+            return -1;
+        }
+        r = load_option(a, opt, optarg);
+        if (r == 0)
+            r = cli_common_or_usage(&a->c, opt, optarg, usage) < 0 ? -1 : 1;
+        if (r < 0)
+            return -1;
+    }
+    if (a->c.pool == NULL || optind != argc) {
+        cli_error(&a->c, "want a pool: sophon load -p POOL [--dataset NAME]");
+        return -1;
+    }
+    if (a->out_dir != NULL && a->discard) {
+        cli_error(&a->c, "--out and --discard exclude each other");
+        return -1;
+    }
+    if (a->out_dir != NULL && mkdir(a->out_dir, 0777) < 0 && errno != EEXIST) {
+        cli_error(&a->c, "cannot create %s: %s", a->out_dir, strerror(errno));
+        *code = 1;
+        return -1;
+    }
+    if (a->dataset == NULL)
+        a->dataset = a->c.pool;
+    a->policy = a->o.policy != NULL ? a->o.policy : "selective";
+    return 0;
+}
+
+/* The loader on the dataset, as the connection options say. Returns 0 or -1 (said why). */
+static int open_loader(struct load_args *a, sophon_loader **l)
+{
+    const struct cli *c = &a->c;
+    /* --id X and -n client.X both name client.X; the loader takes the id. */
+    const char *id = c->name != NULL && strncmp(c->name, "client.", 7) == 0 ? c->name + 7 : c->name;
+    int r;
+
+    a->o.keyring = c->keyring;
+    r = sophon_loader_open(l, c->conf, id, c->pool, a->dataset, &a->o);
+    if (r < 0) {
+        cli_error(c, "cannot load dataset %s from pool %s: %s", a->dataset, c->pool, strerror(-r));
+        return -1;
+    }
+    printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", a->dataset,
+           sophon_loader_dataset_size(*l), sophon_loader_classes(*l), a->o.rank, a->o.world,
+           a->o.batch_size, sophon_format_name(a->o.format));
+    fflush(stdout);
+    return 0;
+}
+
+/* Takes every batch of the started epoch, into eo's files, with a progress bar. Returns 0 or a
+ * negative errno (-EIO: the files could not be written, said already). */
+static int take_batches(struct load_args *a, sophon_loader *l, uint64_t e, struct epoch_out *eo)
+{
+    const struct sophon_batch *b;
+    struct progress pr;
+    char what[64];
+    size_t expect = sophon_loader_dataset_size(l);
+    int r;
+
+    expect = expect / a->o.world + (a->o.rank < expect % a->o.world);
+    snprintf(what, sizeof(what), "epoch %llu", (unsigned long long)e);
+    progress_start(&pr, what, expect);
+    while ((r = sophon_loader_next(&b, l)) == 1) {
+        if (out_batch(eo, b) < 0) {
+            cli_error(&a->c, "cannot write the batches to %s: %s", a->out_dir, strerror(errno));
+            r = -EIO;
+            break;
+        }
+        progress_add(&pr, b->n, (uint64_t)b->n * b->sample_bytes);
+    }
+    progress_end(&pr);
+    return r;
+}
+
+/* Epoch e: its batches and its report. Returns 0, 1 if samples failed, -1 on an error (said). */
+static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
+{
+    struct sophon_loader_stats st = SOPHON_LOADER_STATS_INIT;
+    struct epoch_out eo;
+    double cpu0, cpu;
+    int r;
+
+    if (out_open(&a->c, &eo, a->out_dir, e) < 0)
+        return -1;
+    cpu0 = process_cpu_s();
+    r = sophon_loader_epoch_start(l, a->seed, e);
+    if (r < 0) {
+        cli_error(&a->c, "cannot start epoch %llu: %s", (unsigned long long)e, strerror(-r));
+        out_close(&eo);
+        return -1;
+    }
+    r = take_batches(a, l, e, &eo);
+    cpu = process_cpu_s() - cpu0;
+    if (out_close(&eo) < 0 && r >= 0) {
+        cli_error(&a->c, "cannot write the batches to %s", a->out_dir);
+        r = -EIO;
+    }
+    if (r < 0) {
+        if (r != -EIO)
+            cli_error(&a->c, "epoch %llu: %s", (unsigned long long)e, strerror(-r));
+        return -1;
+    }
+    r = sophon_loader_stats_get(&st, l);
+    if (r < 0) {
+        cli_error(&a->c, "epoch %llu: no statistics: %s", (unsigned long long)e, strerror(-r));
+        return -1;
+    }
+    report(&st, cpu, a->policy);
+    fflush(stdout);
+    return st.failed > 0 ? 1 : 0;
+}
+
 int cmd_load(int argc, char **argv)
 {
-    enum {
-        OPT_DATASET = CLI_OPT_FIRST_CMD,
-        OPT_POLICY,
-        OPT_EPOCHS,
-        OPT_FIRST_EPOCH,
-        OPT_SEED,
-        OPT_BATCH,
-        OPT_SHARD,
-        OPT_FORMAT,
-        OPT_OUT,
-        OPT_DISCARD,
-        OPT_WINDOW,
-        OPT_THREADS,
-        OPT_NET,
-        OPT_STORAGE,
-        OPT_CLIENT,
-        OPT_RETRIES,
-        OPT_BACKOFF,
-        OPT_TIMEOUT,
-        OPT_NO_ADAPT,
-    };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"dataset", required_argument, NULL, OPT_DATASET},
-        {"policy", required_argument, NULL, OPT_POLICY},
-        {"epochs", required_argument, NULL, OPT_EPOCHS},
-        {"first-epoch", required_argument, NULL, OPT_FIRST_EPOCH},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"batch", required_argument, NULL, OPT_BATCH},
-        {"shard", required_argument, NULL, OPT_SHARD},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"discard", no_argument, NULL, OPT_DISCARD},
-        {"window", required_argument, NULL, OPT_WINDOW},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"net", required_argument, NULL, OPT_NET},
-        {"storage-cores", required_argument, NULL, OPT_STORAGE},
-        {"client-cores", required_argument, NULL, OPT_CLIENT},
-        {"retries", required_argument, NULL, OPT_RETRIES},
-        {"backoff-ms", required_argument, NULL, OPT_BACKOFF},
-        {"op-timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"no-adapt", no_argument, NULL, OPT_NO_ADAPT},
-        {NULL, 0, NULL, 0}};
-    struct cli c = {.prog = "sophon load"};
-    struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
+    struct load_args a;
     sophon_loader *l = NULL;
-    const char *dataset = NULL, *out_dir = NULL;
-    uint64_t epochs = 1, first = 0, seed = 0, v;
-    int opt, r, code = 1, discard = 0;
+    int code, r;
 
-    o.format = SOPHON_SAMPLE_F32;
-    o.world = 1;
-    o.batch_size = 32;
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        case OPT_DATASET:
-            dataset = optarg;
-            continue;
-        case OPT_POLICY:
-            o.policy = optarg;
-            if (cli_parse_policy(&c, optarg) < 0)
-                return 2;
-            continue;
-        case OPT_EPOCHS:
-            if (cli_parse_u64(&c, "--epochs", optarg, 1000000, &epochs) < 0)
-                return 2;
-            continue;
-        case OPT_FIRST_EPOCH:
-            if (cli_parse_u64(&c, "--first-epoch", optarg, UINT32_MAX, &first) < 0)
-                return 2;
-            continue;
-        case OPT_SEED:
-            if (cli_parse_u64(&c, "--seed", optarg, UINT64_MAX, &seed) < 0)
-                return 2;
-            continue;
-        case OPT_BATCH:
-            if (cli_parse_range(&c, "--batch", optarg, 1, 65536, &v) < 0)
-                return 2;
-            o.batch_size = (unsigned)v;
-            continue;
-        case OPT_SHARD:
-            if (parse_shard(&c, optarg, &o.rank, &o.world) < 0)
-                return 2;
-            continue;
-        case OPT_FORMAT: {
-            int f = cli_parse_format(&c, optarg);
-            if (f < 0)
-                return 2;
-            o.format = f;
-            continue;
-        }
-        case OPT_OUT:
-            out_dir = optarg;
-            continue;
-        case OPT_DISCARD:
-            discard = 1;
-            continue;
-        case OPT_WINDOW:
-            if (cli_parse_range(&c, "--window", optarg, 1, 4096, &v) < 0)
-                return 2;
-            o.window = (unsigned)v;
-            continue;
-        case OPT_THREADS:
-            if (cli_parse_range(&c, "--threads", optarg, 1, 256, &v) < 0)
-                return 2;
-            o.threads = (unsigned)v;
-            continue;
-        case OPT_NET:
-            if (cli_parse_net(&c, optarg, &o.bandwidth_Bps) < 0)
-                return 2;
-            continue;
-        case OPT_STORAGE:
-            if (cli_parse_number(&c, "--storage-cores", optarg, 0, &o.storage_cores) < 0)
-                return 2;
-            continue;
-        case OPT_CLIENT:
-            if (cli_parse_number(&c, "--client-cores", optarg, 0, &o.client_cores) < 0)
-                return 2;
-            continue;
-        case OPT_RETRIES:
-            if (cli_parse_range(&c, "--retries", optarg, 1, 100, &v) < 0)
-                return 2;
-            o.retries = (unsigned)v;
-            continue;
-        case OPT_BACKOFF:
-            if (cli_parse_range(&c, "--backoff-ms", optarg, 1, 60000, &v) < 0)
-                return 2;
-            o.backoff_ms = (unsigned)v;
-            continue;
-        case OPT_TIMEOUT:
-            if (cli_parse_range(&c, "--op-timeout", optarg, 1, 3600, &v) < 0)
-                return 2;
-            o.op_timeout_s = (unsigned)v;
-            continue;
-        case OPT_NO_ADAPT:
-            o.no_adapt = 1;
-            continue;
-        }
-        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
-            return 2;
-    }
-    if (c.pool == NULL || optind != argc) {
-        cli_error(&c, "want a pool: sophon load -p POOL [--dataset NAME]");
-        return 2;
-    }
-    if (out_dir != NULL && discard) {
-        cli_error(&c, "--out and --discard exclude each other");
-        return 2;
-    }
-    if (out_dir != NULL && mkdir(out_dir, 0777) < 0 && errno != EEXIST) {
-        cli_error(&c, "cannot create %s: %s", out_dir, strerror(errno));
+    if (parse_args(argc, argv, &a, &code) < 0)
+        return code;
+    if (open_loader(&a, &l) < 0)
         return 1;
-    }
-    if (dataset == NULL)
-        dataset = c.pool;
-    /* --id X and -n client.X both name client.X; the loader takes the id. */
-    const char *id = c.name != NULL && strncmp(c.name, "client.", 7) == 0 ? c.name + 7 : c.name;
-    o.keyring = c.keyring;
-    r = sophon_loader_open(&l, c.conf, id, c.pool, dataset, &o);
-    if (r < 0) {
-        cli_error(&c, "cannot load dataset %s from pool %s: %s", dataset, c.pool, strerror(-r));
-        return 1;
-    }
-    const char *policy = o.policy != NULL ? o.policy : "selective";
-    printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", dataset,
-           sophon_loader_dataset_size(l), sophon_loader_classes(l), o.rank, o.world, o.batch_size,
-           sophon_format_name(o.format));
-    fflush(stdout);
     code = 0;
-    for (uint64_t e = first; e < first + epochs; e++) {
-        struct epoch_out eo;
-        struct progress pr;
-        struct sophon_loader_stats st = SOPHON_LOADER_STATS_INIT;
-        const struct sophon_batch *b;
-        char what[64];
-        if (out_open(&c, &eo, out_dir, e) < 0) {
+    for (uint64_t e = a.first; e < a.first + a.epochs; e++) {
+        r = run_epoch(&a, l, e);
+        if (r != 0)
             code = 1;
+        if (r < 0)
             break;
-        }
-        double cpu0 = process_cpu_s();
-        r = sophon_loader_epoch_start(l, seed, e);
-        if (r < 0) {
-            cli_error(&c, "cannot start epoch %llu: %s", (unsigned long long)e, strerror(-r));
-            out_close(&eo);
-            code = 1;
-            break;
-        }
-        snprintf(what, sizeof(what), "epoch %llu", (unsigned long long)e);
-        size_t expect = sophon_loader_dataset_size(l);
-        expect = expect / o.world + (o.rank < expect % o.world);
-        progress_start(&pr, what, expect);
-        while ((r = sophon_loader_next(&b, l)) == 1) {
-            if (out_batch(&eo, b) < 0) {
-                cli_error(&c, "cannot write the batches to %s: %s", out_dir, strerror(errno));
-                r = -EIO;
-                break;
-            }
-            progress_add(&pr, b->n, (uint64_t)b->n * b->sample_bytes);
-        }
-        progress_end(&pr);
-        double cpu = process_cpu_s() - cpu0;
-        if (out_close(&eo) < 0 && r >= 0) {
-            cli_error(&c, "cannot write the batches to %s", out_dir);
-            r = -EIO;
-        }
-        if (r < 0) {
-            if (r != -EIO)
-                cli_error(&c, "epoch %llu: %s", (unsigned long long)e, strerror(-r));
-            code = 1;
-            break;
-        }
-        sophon_loader_stats_get(&st, l);
-        report(&st, cpu, policy);
-        if (st.failed > 0)
-            code = 1;
-        fflush(stdout);
     }
     sophon_loader_close(l);
     return code;
