@@ -67,193 +67,259 @@ static int read_records(const struct cli *c, const char *path, sophon_records **
     return 0;
 }
 
-int cmd_plan(int argc, char **argv)
+enum {
+    OPT_DATASET = CLI_OPT_FIRST_CMD,
+    OPT_RECORDS,
+    OPT_NET,
+    OPT_STORAGE,
+    OPT_CLIENT,
+    OPT_GPU,
+    OPT_FORMAT,
+    OPT_SPEED,
+    OPT_POLICY,
+    OPT_COMPARE,
+    OPT_OUT,
+};
+
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"records", required_argument, NULL, OPT_RECORDS},
+    {"net", required_argument, NULL, OPT_NET},
+    {"storage-cores", required_argument, NULL, OPT_STORAGE},
+    {"client-cores", required_argument, NULL, OPT_CLIENT},
+    {"gpu", required_argument, NULL, OPT_GPU},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"storage-speed", required_argument, NULL, OPT_SPEED},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"compare", no_argument, NULL, OPT_COMPARE},
+    {"out", required_argument, NULL, OPT_OUT},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct plan_args {
+    struct cli c;
+    struct sophon_budget budget;
+    const char *dataset, *records, *out_path;
+    int have_net, have_storage, have_client;
+    int policy, compare; /* policy -1: not given */
+    double speed;        /* --storage-speed, 0: not given */
+};
+
+/* One option of sophon plan's own: 1 handled, 0 not one of them, -1 invalid (said why). */
+static int plan_option(struct plan_args *a, int opt, const char *arg)
 {
-    enum {
-        OPT_DATASET = CLI_OPT_FIRST_CMD,
-        OPT_RECORDS,
-        OPT_NET,
-        OPT_STORAGE,
-        OPT_CLIENT,
-        OPT_GPU,
-        OPT_FORMAT,
-        OPT_SPEED,
-        OPT_POLICY,
-        OPT_COMPARE,
-        OPT_OUT
-    };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"dataset", required_argument, NULL, OPT_DATASET},
-        {"records", required_argument, NULL, OPT_RECORDS},
-        {"net", required_argument, NULL, OPT_NET},
-        {"storage-cores", required_argument, NULL, OPT_STORAGE},
-        {"client-cores", required_argument, NULL, OPT_CLIENT},
-        {"gpu", required_argument, NULL, OPT_GPU},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"storage-speed", required_argument, NULL, OPT_SPEED},
-        {"policy", required_argument, NULL, OPT_POLICY},
-        {"compare", no_argument, NULL, OPT_COMPARE},
-        {"out", required_argument, NULL, OPT_OUT},
-        {NULL, 0, NULL, 0}};
-    struct cli c = {.prog = "sophon plan"};
-    struct sophon_budget budget = SOPHON_BUDGET_INIT;
-    struct sophon_dataset ds = {0};
-    sophon_records *set = NULL;
-    const char *dataset = NULL, *records = NULL, *out_path = NULL;
-    int have_net = 0, have_storage = 0, have_client = 0, policy = -1, compare = 0;
-    double speed = 0;
-    int opt, r, code = 1;
+    const struct cli *c = &a->c;
+    struct sophon_budget *b = &a->budget;
+    int r;
 
+    switch (opt) {
+    case OPT_DATASET:
+        a->dataset = arg;
+        return 1;
+    case OPT_RECORDS:
+        a->records = arg;
+        return 1;
+    case OPT_NET:
+        a->have_net = 1;
+        r = cli_parse_net(c, arg, &b->bandwidth_Bps);
+        break;
+    case OPT_STORAGE:
+        a->have_storage = 1;
+        r = cli_parse_number(c, "--storage-cores", arg, 1, &b->storage_cores);
+        break;
+    case OPT_CLIENT:
+        a->have_client = 1;
+        r = cli_parse_number(c, "--client-cores", arg, 1, &b->client_cores);
+        break;
+    case OPT_GPU:
+        r = cli_parse_number(c, "--gpu", arg, 1, &b->gpu_samples_per_s);
+        break;
+    case OPT_FORMAT:
+        r = cli_parse_format(c, arg);
+        if (r >= 0)
+            b->final_format = r; /* the same values (cross_checks.h) */
+        break;
+    case OPT_SPEED:
+        r = cli_parse_number(c, "--storage-speed", arg, 0, &a->speed);
+        break;
+    case OPT_POLICY:
+        r = a->policy = cli_parse_policy(c, arg);
+        break;
+    case OPT_COMPARE:
+        a->compare = 1;
+        return 1;
+    case OPT_OUT:
+        a->out_path = arg;
+        return 1;
+    default:
+        return 0;
+    }
+    return r < 0 ? -1 : 1;
+}
+
+/* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
+static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
+{
+    int opt, r;
+
+    memset(a, 0, sizeof(*a));
+    a->c.prog = "sophon plan";
+    a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
+    a->policy = -1;
+    *code = 2;
     while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
+        if (opt == 'h') {
             fputs(usage, stdout);
-            return 0;
-        case OPT_DATASET:
-            dataset = optarg;
-            continue;
-        case OPT_RECORDS:
-            records = optarg;
-            continue;
-        case OPT_NET:
-            if (cli_parse_net(&c, optarg, &budget.bandwidth_Bps) < 0)
-                return 2;
-            have_net = 1;
-            continue;
-        case OPT_STORAGE:
-            if (cli_parse_number(&c, "--storage-cores", optarg, 1, &budget.storage_cores) < 0)
-                return 2;
-            have_storage = 1;
-            continue;
-        case OPT_CLIENT:
-            if (cli_parse_number(&c, "--client-cores", optarg, 1, &budget.client_cores) < 0)
-                return 2;
-            have_client = 1;
-            continue;
-        case OPT_GPU:
-            if (cli_parse_number(&c, "--gpu", optarg, 1, &budget.gpu_samples_per_s) < 0)
-                return 2;
-            continue;
-        case OPT_FORMAT: {
-            int f = cli_parse_format(&c, optarg);
-            if (f < 0)
-                return 2;
-            budget.final_format = f;
-            continue;
+            *code = 0;
+            return -1;
         }
-        case OPT_SPEED:
-            if (cli_parse_number(&c, "--storage-speed", optarg, 0, &speed) < 0)
-                return 2;
-            continue;
-        case OPT_POLICY:
-            policy = cli_parse_policy(&c, optarg);
-            if (policy < 0)
-                return 2;
-            continue;
-        case OPT_COMPARE:
-            compare = 1;
-            continue;
-        case OPT_OUT:
-            out_path = optarg;
-            continue;
-        }
-        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
-            return 2;
+        r = plan_option(a, opt, optarg);
+        if (r == 0)
+            r = cli_common_or_usage(&a->c, opt, optarg, usage) < 0 ? -1 : 1;
+        if (r < 0)
+            return -1;
     }
-    if (optind != argc || (c.pool == NULL) == (records == NULL)) {
-        cli_error(&c, "plan a dataset in the cluster (-p POOL) or a records file (--records "
-                      "FILE.csv), one of them");
-        return 2;
+    if (optind != argc || (a->c.pool == NULL) == (a->records == NULL)) {
+        cli_error(&a->c, "plan a dataset in the cluster (-p POOL) or a records file (--records "
+                         "FILE.csv), one of them");
+        return -1;
     }
-    if (!have_net || !have_storage || !have_client) {
-        cli_error(&c, "give the budgets: --net RATE --storage-cores N --client-cores N");
-        return 2;
+    if (!a->have_net || !a->have_storage || !a->have_client) {
+        cli_error(&a->c, "give the budgets: --net RATE --storage-cores N --client-cores N");
+        return -1;
     }
-    if (records != NULL) {
-        if (read_records(&c, records, &set) < 0)
-            return 1;
-    } else {
-        char err[256] = "";
-        if (dataset == NULL)
-            dataset = c.pool;
-        if (cli_connect(&c) < 0)
-            return 1;
-        r = sophon__dataset_read(&ds, c.io, dataset, err, sizeof(err));
-        cli_disconnect(&c);
-        if (r < 0) {
-            cli_error(&c, "%s", err[0] ? err : strerror(-r));
-            return 1;
-        }
-        set = ds.records;
-        ds.records = NULL;
-        budget.storage_speed = ds.storage_speed;
+    if (a->policy < 0) {
+        a->policy = SOPHON_POLICY_SELECTIVE;
+        a->compare = 1;
     }
-    if (speed > 0)
-        budget.storage_speed = speed;
-    if (policy < 0) {
-        policy = SOPHON_POLICY_SELECTIVE;
-        compare = 1;
-    }
+    return 0;
+}
 
-    size_t n = sophon_records_count(set);
+/* The records to plan, from --records or the dataset's index (whose calibration sets the
+ * storage speed unless --storage-speed does). Returns 0 or -1 (said why). */
+static int load_records(struct plan_args *a, sophon_records **set)
+{
+    struct sophon_dataset ds;
+    char err[256] = "";
+    int r;
+
+    if (a->records != NULL) {
+        if (read_records(&a->c, a->records, set) < 0)
+            return -1;
+    } else {
+        if (a->dataset == NULL)
+            a->dataset = a->c.pool;
+        if (cli_connect(&a->c) < 0)
+            return -1;
+        r = sophon__dataset_read(&ds, a->c.io, a->dataset, err, sizeof(err));
+        cli_disconnect(&a->c);
+        if (r < 0) {
+            cli_error(&a->c, "%s", err[0] ? err : strerror(-r));
+            return -1;
+        }
+        *set = ds.records;
+        ds.records = NULL;
+        a->budget.storage_speed = ds.storage_speed;
+        sophon__dataset_free(&ds);
+    }
+    if (a->speed > 0)
+        a->budget.storage_speed = a->speed;
+    return 0;
+}
+
+/* Prints the budget and one row per policy planned (every one with --compare); *chosen gets the
+ * plan of the policy asked for, NULL if it is not possible. */
+static void print_plans(struct plan_args *a, const sophon_records *set, struct sophon_plan **chosen)
+{
+    struct sophon_budget *b = &a->budget;
+
     printf(
         "%zu objects, %.0f Mbit/s, %g storage cores (speed %.2f), %g client cores, %s output%s\n",
-        n, budget.bandwidth_Bps * 8 / 1e6, budget.storage_cores, budget.storage_speed,
-        budget.client_cores, sophon_format_name(budget.final_format),
-        budget.gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+        sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6, b->storage_cores, b->storage_speed,
+        b->client_cores, sophon_format_name(b->final_format),
+        b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
-    struct sophon_plan *chosen = NULL;
+    *chosen = NULL;
     for (int p = 0; p < SOPHON_POLICY_COUNT; p++) {
-        if (!compare && p != policy)
-            continue;
         struct sophon_plan *plan = NULL;
-        budget.policy = p;
-        r = sophon_plan_make(&plan, set, &budget);
+        int r;
+
+        if (!a->compare && p != a->policy)
+            continue;
+        b->policy = p;
+        r = sophon_plan_make(&plan, set, b);
         if (r < 0) {
             printf("%-10s (not possible under these budgets: %s)\n", sophon_policy_name(p),
                    strerror(-r));
             continue;
         }
         print_row(plan);
-        if (p == policy)
-            chosen = plan;
+        if (p == a->policy)
+            *chosen = plan;
         else
             sophon_plan_free(plan);
     }
-    if (chosen == NULL) {
-        cli_error(&c, "no plan for policy %s", sophon_policy_name(policy));
-        goto done;
-    }
+}
+
+/* The chosen plan's objects per stage. */
+static void print_stages(const struct sophon_plan *plan, int policy)
+{
     size_t per_stage[SOPHON_STAGE_COUNT] = {0};
-    for (size_t i = 0; i < n; i++)
-        per_stage[chosen->stage[i]]++;
+
+    for (size_t i = 0; i < plan->n; i++)
+        per_stage[plan->stage[i]]++;
     printf("%s: ", sophon_policy_name(policy));
     for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
         printf("%s%zu %s", s ? ", " : "", per_stage[s], sophon_stage_name(s));
-    printf("; modelled epoch %.2f s\n", chosen->epoch_s);
-    if (out_path != NULL) {
-        FILE *f = fopen(out_path, "w");
-        if (f == NULL) {
-            cli_error(&c, "cannot write %s: %s", out_path, strerror(errno));
-            sophon_plan_free(chosen);
-            goto done;
-        }
-        fprintf(f, "name,stage\n");
-        for (size_t i = 0; i < n; i++)
-            fprintf(f, "%s,%s\n", sophon_records_get(set, i)->name,
-                    sophon_stage_name(chosen->stage[i]));
-        if (cli_close_written(f) < 0) {
-            cli_error(&c, "writing %s failed: %s", out_path, strerror(EIO));
-            sophon_plan_free(chosen);
-            goto done;
-        }
+    printf("; modelled epoch %.2f s\n", plan->epoch_s);
+}
+
+/* --out: the plan as "name,stage" lines. Returns 0 or -1 (said why). */
+static int write_plan(const struct plan_args *a, const sophon_records *set,
+                      const struct sophon_plan *plan)
+{
+    FILE *f = fopen(a->out_path, "w");
+
+    if (f == NULL) {
+        cli_error(&a->c, "cannot write %s: %s", a->out_path, strerror(errno));
+        return -1;
     }
-    sophon_plan_free(chosen);
+    fprintf(f, "name,stage\n");
+    for (size_t i = 0; i < plan->n; i++)
+        fprintf(f, "%s,%s\n", sophon_records_get(set, i)->name, sophon_stage_name(plan->stage[i]));
+    if (cli_close_written(f) < 0) {
+        cli_error(&a->c, "writing %s failed: %s", a->out_path, strerror(EIO));
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct plan_args a;
+    sophon_records *set = NULL;
+    struct sophon_plan *chosen = NULL;
+    int code;
+
+    if (parse_args(argc, argv, &a, &code) < 0)
+        return code;
+    code = 1;
+    if (load_records(&a, &set) < 0)
+        goto done;
+    print_plans(&a, set, &chosen);
+    if (chosen == NULL) {
+        cli_error(&a.c, "no plan for policy %s", sophon_policy_name(a.policy));
+        goto done;
+    }
+    print_stages(chosen, a.policy);
+    if (a.out_path != NULL && write_plan(&a, set, chosen) < 0)
+        goto done;
     code = 0;
 done:
+    sophon_plan_free(chosen);
     sophon_records_free(set);
-    sophon__dataset_free(&ds);
     return code;
 }
