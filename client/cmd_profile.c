@@ -348,95 +348,108 @@ static int export_csv(struct cli *c, const char *dataset, const char *path)
     return 0;
 }
 
-int cmd_profile(int argc, char **argv)
-{
-    enum {
-        OPT_DATASET = CLI_OPT_FIRST_CMD,
-        OPT_LIST,
-        OPT_SAMPLE,
-        OPT_JOBS,
-        OPT_EXPORT,
-        OPT_IMPORT
-    };
-    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-                                             {"dataset", required_argument, NULL, OPT_DATASET},
-                                             {"list", required_argument, NULL, OPT_LIST},
-                                             {"sample", required_argument, NULL, OPT_SAMPLE},
-                                             {"jobs", required_argument, NULL, OPT_JOBS},
-                                             {"export", required_argument, NULL, OPT_EXPORT},
-                                             {"import", required_argument, NULL, OPT_IMPORT},
-                                             {NULL, 0, NULL, 0}};
-    struct cli c = {.prog = "sophon profile"};
-    const char *dataset = NULL, *list = NULL, *export_path = NULL, *import_path = NULL;
-    uint64_t sample = 16, jobs = 32;
-    struct item *items = NULL;
-    size_t n = 0;
-    int opt, r, code = 1;
+enum {
+    OPT_DATASET = CLI_OPT_FIRST_CMD,
+    OPT_LIST,
+    OPT_SAMPLE,
+    OPT_JOBS,
+    OPT_EXPORT,
+    OPT_IMPORT,
+};
 
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"list", required_argument, NULL, OPT_LIST},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"export", required_argument, NULL, OPT_EXPORT},
+    {"import", required_argument, NULL, OPT_IMPORT},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct profile_args {
+    struct cli c;
+    const char *dataset, *list, *export_path, *import_path;
+    uint64_t sample, jobs;
+};
+
+/* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
+static int parse_args(int argc, char **argv, struct profile_args *a, int *code)
+{
+    int opt, r;
+
+    memset(a, 0, sizeof(*a));
+    a->c.prog = "sophon profile";
+    a->sample = 16;
+    a->jobs = 32;
+    *code = 2;
     while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
         switch (opt) {
         case 'h':
             fputs(usage, stdout);
-            return 0;
+            *code = 0;
+            return -1;
         case OPT_DATASET:
-            dataset = optarg;
+            a->dataset = optarg;
             continue;
         case OPT_LIST:
-            list = optarg;
+            a->list = optarg;
             continue;
         case OPT_SAMPLE:
-            if (cli_parse_u64(&c, "--sample", optarg, 100000, &sample) < 0)
-                return 2;
-            continue;
+            r = cli_parse_u64(&a->c, "--sample", optarg, 100000, &a->sample);
+            break;
         case OPT_JOBS:
-            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
-                return 2;
-            continue;
+            r = cli_parse_range(&a->c, "--jobs", optarg, 1, 1024, &a->jobs);
+            break;
         case OPT_EXPORT:
-            export_path = optarg;
+            a->export_path = optarg;
             continue;
         case OPT_IMPORT:
-            import_path = optarg;
+            a->import_path = optarg;
             continue;
+        default:
+            r = cli_common_or_usage(&a->c, opt, optarg, usage);
+            break;
         }
-        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
-            return 2;
+        if (r < 0)
+            return -1;
     }
-    if (c.pool == NULL || optind != argc) {
-        cli_error(&c, "want a pool: sophon profile -p POOL [--dataset NAME]");
-        return 2;
+    if (a->c.pool == NULL || optind != argc) {
+        cli_error(&a->c, "want a pool: sophon profile -p POOL [--dataset NAME]");
+        return -1;
     }
-    if (dataset == NULL)
-        dataset = c.pool;
-    if (cli_connect(&c) < 0)
-        return 1;
-    if (import_path != NULL) {
-        code = import_csv(&c, dataset, import_path) < 0 ? 1 : 0;
-        goto done;
-    }
+    if (a->dataset == NULL)
+        a->dataset = a->c.pool;
+    return 0;
+}
 
-    double t0 = progress_now();
-    if ((r = gather(&c, dataset, list, &items, &n)) < 0) {
-        cli_error(&c, "cannot list the objects of dataset %s: %s", dataset, strerror(-r));
-        goto done;
-    }
-    qsort(items, n, sizeof(*items), by_item_name);
-    /* What changed since the last profile: stat everything, compare with the stamps. */
+/*
+ * Marks the items new or changed since the last profile (todo): stat every object and compare
+ * with the stamps; *missing counts those gone, *unchanged the others not marked. Then probes the
+ * marked ones in their OSDs. Returns 0 or -1 (said why).
+ */
+static int find_changes(struct profile_args *a, struct item *items, size_t n, size_t *unchanged,
+                        size_t *missing)
+{
     struct sophon_index_stamp *stamps = NULL;
     size_t nstamps = 0;
-    if ((r = sophon__index_stamps(c.io, dataset, &stamps, &nstamps)) < 0) {
-        cli_error(&c, "cannot read the index of dataset %s: %s", dataset, strerror(-r));
-        goto done;
+    int r;
+
+    *unchanged = *missing = 0;
+    if ((r = sophon__index_stamps(a->c.io, a->dataset, &stamps, &nstamps)) < 0) {
+        cli_error(&a->c, "cannot read the index of dataset %s: %s", a->dataset, strerror(-r));
+        return -1;
     }
-    if ((r = run_ops(&c, items, n, 0, jobs, "stat")) < 0) {
+    if ((r = run_ops(&a->c, items, n, 0, a->jobs, "stat")) < 0) {
         sophon__index_stamps_free(stamps, nstamps);
-        cli_error(&c, "cannot stat the objects: %s", strerror(-r));
-        goto done;
+        cli_error(&a->c, "cannot stat the objects: %s", strerror(-r));
+        return -1;
     }
-    size_t unchanged = 0, missing = 0;
     for (size_t i = 0; i < n; i++) {
         if (items[i].result < 0) {
-            missing++;
+            (*missing)++;
             continue;
         }
         /* A new dataset has no stamps (NULL): bsearch may not be given NULL. */
@@ -444,39 +457,47 @@ int cmd_profile(int argc, char **argv)
             nstamps == 0 ? NULL
                          : bsearch(items[i].name, stamps, nstamps, sizeof(*stamps), by_stamp_name);
         items[i].todo = s == NULL || s->size != items[i].size || s->mtime != items[i].mtime;
-        unchanged += !items[i].todo;
+        *unchanged += !items[i].todo;
     }
     sophon__index_stamps_free(stamps, nstamps);
-    if ((r = run_ops(&c, items, n, 1, jobs, "probe")) < 0) {
-        cli_error(&c, "cannot probe the objects: %s", strerror(-r));
-        goto done;
+    if ((r = run_ops(&a->c, items, n, 1, a->jobs, "probe")) < 0) {
+        cli_error(&a->c, "cannot probe the objects: %s", strerror(-r));
+        return -1;
     }
+    return 0;
+}
 
-    /* Records for what was probed. */
+/*
+ * A record for every item probed (header facts, costs from the model), written into the index
+ * with its stamp; *written and *rejected (not JPEGs, unreadable) count them. A key that may not
+ * call classes, or OSDs without the class, stop it. Returns 0 or -1 (said why).
+ */
+static int write_records(struct profile_args *a, const struct item *items, size_t n,
+                         size_t *written, size_t *rejected)
+{
     struct sophon_index_entry *entries = calloc(n ? n : 1, sizeof(*entries));
     struct sophon_record *recs = calloc(n ? n : 1, sizeof(*recs));
-    size_t ne = 0, rejected = 0;
+    size_t ne = 0;
+    int r = -1;
+
+    *rejected = 0;
     if (entries == NULL || recs == NULL) {
-        cli_error(&c, "out of memory");
-        free(entries);
-        free(recs);
+        cli_error(&a->c, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        struct item *it = &items[i];
+        const struct item *it = &items[i];
         if (!it->todo)
             continue;
+        if (it->result == -EPERM || it->result == -EOPNOTSUPP) {
+            cli_class_error(&a->c, "sophon.probe", it->name, it->result);
+            goto done;
+        }
         if (it->result < 0) {
-            if (it->result == -EPERM || it->result == -EOPNOTSUPP) {
-                cli_class_error(&c, "sophon.probe", it->name, it->result);
-                free(entries);
-                free(recs);
-                goto done;
-            }
             if (it->result != -ENOENT)
                 fprintf(stderr, "sophon profile: skipped %s: %s\n", it->name,
                         it->result == -EBADMSG ? "not a valid JPEG" : strerror(-it->result));
-            rejected++;
+            (*rejected)++;
             continue;
         }
         struct sophon_record *rec = &recs[ne];
@@ -488,49 +509,93 @@ int cmd_profile(int argc, char **argv)
                                       .subsampling = it->probe.info.subsampling,
                                       .progressive = it->probe.info.progressive};
         if (sophon_cost_model_fill(rec, NULL) < 0) {
-            rejected++;
+            (*rejected)++;
             continue;
         }
         entries[ne] = (struct sophon_index_entry){
             .name = it->name, .record = rec, .size = it->size, .mtime = it->mtime};
         ne++;
     }
-    r = sophon__index_write(c.io, dataset, entries, ne);
-    free(entries);
-    double secs = progress_now() - t0;
+    r = sophon__index_write(a->c.io, a->dataset, entries, ne);
     if (r < 0) {
-        free(recs);
-        cli_error(&c, "writing the index of dataset %s failed: %s", dataset, strerror(-r));
-        goto done;
+        cli_error(&a->c, "writing the index of dataset %s failed: %s", a->dataset, strerror(-r));
+        r = -1;
     }
+    *written = ne;
+done:
+    free(entries);
+    free(recs);
+    return r;
+}
+
+/* The OSDs' speed against this client's, on a sample of the items just probed, into the index.
+ * A failure is said and leaves the records as they are. */
+static void store_calibration(struct profile_args *a, const struct item *items, size_t n)
+{
+    double model_ratio = 0;
+    size_t measured = 0;
+    double speed = calibrate(&a->c, items, n, a->sample, &model_ratio, &measured);
+    int r;
+
+    if (speed <= 0) {
+        cli_error(&a->c, "calibration: no object could be prepared in the OSDs and here; the "
+                         "records keep an OSD speed of 1 (see the messages above)");
+        return;
+    }
+    r = sophon__index_write_profile(a->c.io, a->dataset, speed);
+    if (r < 0)
+        cli_error(&a->c, "writing the calibration failed: %s", strerror(-r));
+    printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; the cost "
+           "model predicts %.2fx this client's measured CPU time\n",
+           measured, speed, model_ratio);
+}
+
+/* The whole profile of the dataset's objects (*items, *n: the caller frees them). Returns 0 or
+ * -1 (said why). */
+static int profile(struct profile_args *a, struct item **items, size_t *n)
+{
+    double t0 = progress_now(), secs;
+    size_t unchanged, missing, written = 0, rejected;
+    int r;
+
+    if ((r = gather(&a->c, a->dataset, a->list, items, n)) < 0) {
+        cli_error(&a->c, "cannot list the objects of dataset %s: %s", a->dataset, strerror(-r));
+        return -1;
+    }
+    qsort(*items, *n, sizeof(**items), by_item_name);
+    if (find_changes(a, *items, *n, &unchanged, &missing) < 0 ||
+        write_records(a, *items, *n, &written, &rejected) < 0)
+        return -1;
+    secs = progress_now() - t0;
     printf("dataset %s: %zu objects; %zu profiled (new or changed), %zu unchanged, %zu not "
            "JPEGs or unreadable, %zu gone; %.1f s, %.0f records/s\n",
-           dataset, n, ne, unchanged, rejected, missing, secs, secs > 0 ? (double)n / secs : 0);
-    free(recs);
+           a->dataset, *n, written, unchanged, rejected, missing, secs,
+           secs > 0 ? (double)*n / secs : 0);
+    if (a->sample > 0 && written > 0)
+        store_calibration(a, *items, *n);
+    return 0;
+}
 
-    if (sample > 0 && ne > 0) {
-        double model_ratio = 0;
-        size_t measured = 0;
-        double speed = calibrate(&c, items, n, sample, &model_ratio, &measured);
-        if (speed <= 0) {
-            cli_error(&c, "calibration: no object could be prepared in the OSDs and here; the "
-                          "records keep an OSD speed of 1 (see the messages above)");
-        } else {
-            r = sophon__index_write_profile(c.io, dataset, speed);
-            if (r < 0)
-                cli_error(&c, "writing the calibration failed: %s", strerror(-r));
-            printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; "
-                   "the cost model predicts %.2fx this client's measured CPU time\n",
-                   measured, speed, model_ratio);
-        }
-    }
-    code = 0;
-done:
-    if (code == 0 && export_path != NULL)
-        code = export_csv(&c, dataset, export_path) < 0 ? 1 : 0;
+int cmd_profile(int argc, char **argv)
+{
+    struct profile_args a;
+    struct item *items = NULL;
+    size_t n = 0;
+    int code, r;
+
+    if (parse_args(argc, argv, &a, &code) < 0)
+        return code;
+    if (cli_connect(&a.c) < 0)
+        return 1;
+    if (a.import_path != NULL)
+        r = import_csv(&a.c, a.dataset, a.import_path);
+    else
+        r = profile(&a, &items, &n);
+    if (r == 0 && a.export_path != NULL)
+        r = export_csv(&a.c, a.dataset, a.export_path);
     for (size_t i = 0; i < n; i++)
         free(items[i].name);
     free(items);
-    cli_disconnect(&c);
-    return code;
+    cli_disconnect(&a.c);
+    return r < 0 ? 1 : 0;
 }
