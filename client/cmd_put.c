@@ -141,6 +141,7 @@ done:
     return r;
 }
 
+/* The writes of one run: a ring of `jobs` in flight, and what came of them. */
 struct slot {
     rados_completion_t c;
     uint8_t *buf;
@@ -148,16 +149,29 @@ struct slot {
     struct file *f;
 };
 
-static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *stored,
-                  uint64_t *bytes)
+struct put_run {
+    struct cli *c;
+    struct slot *slots;
+    size_t jobs, head, inflight;
+    struct progress pr;
+    uint64_t stored, bytes, skipped, failed;
+};
+
+/* Waits for the oldest write in flight and counts it. */
+static void finish_oldest(struct put_run *run)
 {
+    struct slot *s = &run->slots[run->head];
+    struct cli *c = run->c;
+
     rados_aio_wait_for_complete(s->c);
     int r = rados_aio_get_return_value(s->c);
     rados_aio_release(s->c);
     free(s->buf);
     s->buf = NULL;
+    run->head = (run->head + 1) % run->jobs;
+    run->inflight--;
     if (r < 0) {
-        if (pr->tty)
+        if (run->pr.tty)
             fputs("\r\033[K", stderr);
         if (r == -EPERM || r == -EACCES)
             cli_error(c,
@@ -166,155 +180,221 @@ static int finish(struct cli *c, struct slot *s, struct progress *pr, uint64_t *
                       s->f->name, c->pool);
         else
             cli_error(c, "writing %s failed: %s", s->f->name, strerror(-r));
-        return r;
+        run->failed++;
+        return;
     }
     s->f->stored = 1;
-    (*stored)++;
-    *bytes += s->len;
-    progress_add(pr, 1, s->len);
+    run->stored++;
+    run->bytes += s->len;
+    progress_add(&run->pr, 1, s->len);
+}
+
+/* Reads file f; a file that cannot be read or is not a JPEG is reported and skipped (NULL). */
+static uint8_t *read_jpeg(struct put_run *run, const struct file *f, size_t *len)
+{
+    uint8_t *buf = NULL;
+    int r = cli_read_file(f->path, &buf, len, MAX_FILE_BYTES);
+
+    if (r == 0 && is_jpeg(buf, *len))
+        return buf;
+    if (run->pr.tty)
+        fputs("\r\033[K", stderr);
+    if (r == -EFBIG)
+        fprintf(stderr, "sophon put: skipped %s: larger than %u MiB\n", f->path,
+                MAX_FILE_BYTES >> 20);
+    else if (r < 0)
+        fprintf(stderr, "sophon put: skipped %s: %s\n", f->path, strerror(-r));
+    else
+        fprintf(stderr, "sophon put: skipped %s: not a JPEG\n", f->path);
+    if (r == 0)
+        free(buf);
+    run->skipped++;
+    progress_add(&run->pr, 1, 0);
+    return NULL;
+}
+
+/* Starts writing f's bytes buf[0..len) (the slot takes buf). */
+static void start_write(struct put_run *run, struct file *f, uint8_t *buf, size_t len)
+{
+    struct slot *s;
+    int r;
+
+    if (run->inflight == run->jobs)
+        finish_oldest(run);
+    s = &run->slots[(run->head + run->inflight) % run->jobs];
+    s->buf = buf;
+    s->len = len;
+    s->f = f;
+    s->c = NULL;
+    r = rados_aio_create_completion(NULL, NULL, NULL, &s->c);
+    if (r == 0)
+        r = rados_aio_write_full(run->c->io, f->name, s->c, (const char *)buf, len);
+    if (r < 0) {
+        cli_error(run->c, "cannot start writing %s: %s", f->name, strerror(-r));
+        if (s->c != NULL)
+            rados_aio_release(s->c);
+        free(buf);
+        s->buf = NULL;
+        run->failed++;
+        return;
+    }
+    run->inflight++;
+}
+
+/* Writes every file, jobs at a time, with a progress bar. Returns the seconds it took, or -1 if
+ * nothing could be started (said why). */
+static double store_files(struct put_run *run, struct file_list *files)
+{
+    run->slots = calloc(run->jobs, sizeof(*run->slots));
+    if (run->slots == NULL) {
+        cli_error(run->c, "out of memory");
+        return -1;
+    }
+    progress_start(&run->pr, "put", files->n);
+    for (size_t i = 0; i < files->n; i++) {
+        size_t len;
+        uint8_t *buf = read_jpeg(run, &files->v[i], &len);
+
+        if (buf != NULL)
+            start_write(run, &files->v[i], buf, len);
+    }
+    while (run->inflight > 0)
+        finish_oldest(run);
+    free(run->slots);
+    run->slots = NULL;
+    return progress_end(&run->pr);
+}
+
+/* The files the command line names: files as they are, directories walked; sorted by object
+ * name. Returns 0 or -1 (said why). */
+static int collect_files(struct cli *c, char **paths, int npaths, struct file_list *files)
+{
+    for (int i = 0; i < npaths; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            cli_error(c, "cannot read %s: %s", paths[i], strerror(errno));
+            return -1;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            walk_list = files;
+            walk_root_len = strlen(paths[i]);
+            if (nftw(paths[i], walk_one, 32, FTW_PHYS) != 0) {
+                cli_error(c, "cannot walk %s: %s", paths[i], strerror(errno));
+                return -1;
+            }
+        } else {
+            const char *base = strrchr(paths[i], '/');
+            if (add_file(files, paths[i], base != NULL ? base + 1 : paths[i],
+                         (uint64_t)st.st_size) < 0) {
+                cli_error(c, "out of memory");
+                return -1;
+            }
+        }
+    }
+    qsort(files->v, files->n, sizeof(files->v[0]), by_name);
+    return 0;
+}
+
+static void report(const struct put_run *run, double secs)
+{
+    printf("stored %llu objects (%.1f MB) in pool %s in %.1f s (%.1f MB/s)",
+           (unsigned long long)run->stored, (double)run->bytes / 1e6, run->c->pool, secs,
+           secs > 0 ? (double)run->bytes / 1e6 / secs : 0.0);
+    if (run->skipped > 0)
+        printf(", skipped %llu file(s) that are not JPEGs", (unsigned long long)run->skipped);
+    if (run->failed > 0)
+        printf(", %llu write(s) FAILED", (unsigned long long)run->failed);
+    putchar('\n');
+}
+
+enum { OPT_JOBS = CLI_OPT_FIRST_CMD, OPT_DATASET, OPT_LABELS };
+
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"labels-from-dirs", no_argument, NULL, OPT_LABELS},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for (the paths are argv[optind..argc)). */
+struct put_args {
+    struct cli c;
+    const char *dataset;
+    int labels;
+    uint64_t jobs;
+};
+
+/* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
+static int parse_args(int argc, char **argv, struct put_args *a, int *code)
+{
+    int opt, r;
+
+    memset(a, 0, sizeof(*a));
+    a->c.prog = "sophon put";
+    a->jobs = 16;
+    *code = 2;
+    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(usage, stdout);
+            *code = 0;
+            return -1;
+        case OPT_DATASET:
+            a->dataset = optarg;
+            continue;
+        case OPT_LABELS:
+            a->labels = 1;
+            continue;
+        case OPT_JOBS:
+            r = cli_parse_range(&a->c, "--jobs", optarg, 1, 1024, &a->jobs);
+            break;
+        default:
+            r = cli_common_or_usage(&a->c, opt, optarg, usage);
+            break;
+        }
+        if (r < 0)
+            return -1;
+    }
+    if (optind == argc || a->c.pool == NULL) {
+        cli_error(&a->c, "want a pool and files or directories: sophon put -p POOL PATH...");
+        return -1;
+    }
+    if (a->dataset == NULL)
+        a->dataset = a->c.pool;
     return 0;
 }
 
 int cmd_put(int argc, char **argv)
 {
-    enum { OPT_JOBS = CLI_OPT_FIRST_CMD, OPT_DATASET, OPT_LABELS };
-    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-                                             {"jobs", required_argument, NULL, OPT_JOBS},
-                                             {"dataset", required_argument, NULL, OPT_DATASET},
-                                             {"labels-from-dirs", no_argument, NULL, OPT_LABELS},
-                                             {NULL, 0, NULL, 0}};
-    const char *dataset = NULL;
-    int labels = 0;
-    struct cli c = {.prog = "sophon put"};
+    struct put_args a;
     struct file_list files = {0};
-    struct progress pr;
-    uint64_t jobs = 16, stored = 0, bytes = 0, skipped = 0, failed = 0;
-    int opt, r, code = 1;
+    struct put_run run;
+    double secs;
+    int code, r;
 
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (opt == OPT_DATASET) {
-            dataset = optarg;
-            continue;
-        }
-        if (opt == OPT_LABELS) {
-            labels = 1;
-            continue;
-        }
-        if (opt == OPT_JOBS) {
-            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
-                return 2;
-            continue;
-        }
-        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
-            return 2;
-    }
-    if (optind == argc || c.pool == NULL) {
-        cli_error(&c, "want a pool and files or directories: sophon put -p POOL PATH...");
-        return 2;
-    }
-    for (int i = optind; i < argc; i++) {
-        struct stat st;
-        if (stat(argv[i], &st) != 0) {
-            cli_error(&c, "cannot read %s: %s", argv[i], strerror(errno));
-            goto done;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            walk_list = &files;
-            walk_root_len = strlen(argv[i]);
-            if (nftw(argv[i], walk_one, 32, FTW_PHYS) != 0) {
-                cli_error(&c, "cannot walk %s: %s", argv[i], strerror(errno));
-                goto done;
-            }
-        } else {
-            const char *base = strrchr(argv[i], '/');
-            if (add_file(&files, argv[i], base != NULL ? base + 1 : argv[i], (uint64_t)st.st_size) <
-                0) {
-                cli_error(&c, "out of memory");
-                goto done;
-            }
-        }
-    }
-    qsort(files.v, files.n, sizeof(files.v[0]), by_name);
-    if (cli_connect(&c) < 0)
+    if (parse_args(argc, argv, &a, &code) < 0)
+        return code;
+    code = 1;
+    if (collect_files(&a.c, argv + optind, argc - optind, &files) < 0)
         goto done;
-
-    struct slot *slots = calloc(jobs, sizeof(*slots));
-    if (slots == NULL) {
-        cli_error(&c, "out of memory");
-        goto disconnect;
-    }
-    progress_start(&pr, "put", files.n);
-    size_t head = 0, inflight = 0;
-    for (size_t i = 0; i < files.n; i++) {
-        struct file *f = &files.v[i];
-        uint8_t *buf;
-        size_t len;
-        r = cli_read_file(f->path, &buf, &len, MAX_FILE_BYTES);
-        if (r < 0 || !is_jpeg(buf, len)) {
-            if (pr.tty)
-                fputs("\r\033[K", stderr);
-            if (r < 0)
-                fprintf(stderr, "sophon put: skipped %s: %s\n", f->path,
-                        r == -EFBIG ? "larger than 256 MiB" : strerror(-r));
-            else
-                fprintf(stderr, "sophon put: skipped %s: not a JPEG\n", f->path);
-            if (r == 0)
-                free(buf);
-            skipped++;
-            progress_add(&pr, 1, 0);
-            continue;
-        }
-        if (inflight == jobs) {
-            if (finish(&c, &slots[head], &pr, &stored, &bytes) < 0)
-                failed++;
-            head = (head + 1) % jobs;
-            inflight--;
-        }
-        struct slot *s = &slots[(head + inflight) % jobs];
-        s->buf = buf;
-        s->len = len;
-        s->f = f;
-        r = rados_aio_create_completion(NULL, NULL, NULL, &s->c);
-        if (r == 0)
-            r = rados_aio_write_full(c.io, f->name, s->c, (const char *)buf, len);
+    if (cli_connect(&a.c) < 0)
+        goto done;
+    memset(&run, 0, sizeof(run));
+    run.c = &a.c;
+    run.jobs = a.jobs;
+    secs = store_files(&run, &files);
+    if (secs >= 0) {
+        r = register_objects(&a.c, a.dataset, &files, a.labels);
         if (r < 0) {
-            cli_error(&c, "cannot start writing %s: %s", f->name, strerror(-r));
-            free(buf);
-            s->buf = NULL;
-            failed++;
-            continue;
+            cli_error(&a.c, "registering the objects in dataset %s failed: %s", a.dataset,
+                      strerror(-r));
+            run.failed++;
         }
-        inflight++;
+        report(&run, secs);
+        code = run.failed > 0 ? 1 : 0;
     }
-    while (inflight > 0) {
-        if (finish(&c, &slots[head], &pr, &stored, &bytes) < 0)
-            failed++;
-        head = (head + 1) % jobs;
-        inflight--;
-    }
-    double secs = progress_end(&pr);
-    free(slots);
-    r = register_objects(&c, dataset != NULL ? dataset : c.pool, &files, labels);
-    if (r < 0) {
-        cli_error(&c, "registering the objects in dataset %s failed: %s",
-                  dataset != NULL ? dataset : c.pool, strerror(-r));
-        failed++;
-    }
-    printf("stored %llu objects (%.1f MB) in pool %s in %.1f s (%.1f MB/s)",
-           (unsigned long long)stored, (double)bytes / 1e6, c.pool, secs,
-           secs > 0 ? (double)bytes / 1e6 / secs : 0.0);
-    if (skipped > 0)
-        printf(", skipped %llu file(s) that are not JPEGs", (unsigned long long)skipped);
-    if (failed > 0)
-        printf(", %llu write(s) FAILED", (unsigned long long)failed);
-    putchar('\n');
-    code = failed > 0 ? 1 : 0;
-disconnect:
-    cli_disconnect(&c);
+    cli_disconnect(&a.c);
 done:
     free_list(&files);
     return code;
