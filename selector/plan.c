@@ -97,7 +97,7 @@ static int build_problem(struct sophon__problem *p, const sophon_records *set,
         const struct sophon_record *rec = sophon_records_get(set, i);
         for (int s = 0; s < S; s++) {
             double *a = p->a + (i * S + (size_t)s) * R;
-            a[0] = a[1] = a[2] = INFINITY;
+            a[SOPHON__NET] = a[SOPHON__STORAGE] = a[SOPHON__CLIENT] = INFINITY;
             if (!stage_valid(rec, b, s))
                 continue;
             double net = rtime((double)rec->stage[s].bytes, b->bandwidth_Bps);
@@ -105,9 +105,9 @@ static int build_problem(struct sophon__problem *p, const sophon_records *set,
             double cl = rtime(client_cpu(rec, b, s), b->client_cores);
             if (isinf(net) || isinf(st) || isinf(cl))
                 continue;
-            a[0] = net;
-            a[1] = st;
-            a[2] = cl;
+            a[SOPHON__NET] = net;
+            a[SOPHON__STORAGE] = st;
+            a[SOPHON__CLIENT] = cl;
         }
     }
     return 0;
@@ -256,16 +256,16 @@ static int sophon_rule(const struct sophon__problem *p, const sophon_records *se
         const struct sophon_record *rec = sophon_records_get(set, i);
         const double *a0 = p->a + i * S * R;
         stage[i] = SOPHON_STAGE_STORED;
-        net += a0[0];
+        net += a0[SOPHON__NET];
         int s = fewest_bytes(rec, b, 1);
         choice[i] = (uint8_t)(s < 0 ? 0 : s);
         if (s < 0 || rec->stage[s].bytes >= rec->stored_bytes)
             continue;
         const double *a = p->a + (i * S + (size_t)s) * R;
-        if (!isfinite(a[0]))
+        if (!isfinite(a[SOPHON__NET]))
             continue;
         double saved = (double)(rec->stored_bytes - rec->stage[s].bytes);
-        rk[nc].ratio = a[1] > 0 ? saved / a[1] : INFINITY;
+        rk[nc].ratio = a[SOPHON__STORAGE] > 0 ? saved / a[SOPHON__STORAGE] : INFINITY;
         rk[nc++].i = i;
     }
     qsort(rk, nc, sizeof(*rk), cmp_ranked);
@@ -273,7 +273,8 @@ static int sophon_rule(const struct sophon__problem *p, const sophon_records *se
     for (size_t k = 0; k < nc; k++) {
         size_t i = rk[k].i;
         const double *a0 = p->a + i * S * R, *a = p->a + (i * S + choice[i]) * R;
-        double net_after = net - a0[0] + a[0], st_after = st + a[1];
+        double net_after = net - a0[SOPHON__NET] + a[SOPHON__NET];
+        double st_after = st + a[SOPHON__STORAGE];
         if (st_after > net_after)
             break;
         net = net_after;
@@ -326,7 +327,7 @@ int sophon_plan_make(struct sophon_plan **out, const sophon_records *set,
         for (size_t i = 0; i < n; i++) {
             int any = 0;
             for (int s = 0; s < S; s++)
-                any |= isfinite(p.a[(i * S + (size_t)s) * R]);
+                any |= isfinite(p.a[(i * S + (size_t)s) * R + SOPHON__NET]);
             if (!any) {
                 rc = -EINVAL;
                 goto done;

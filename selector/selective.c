@@ -439,88 +439,98 @@ static void local_search(const struct sophon__problem *p, uint8_t *stage, double
     }
 }
 
-int sophon__selective(const struct sophon__problem *p, uint8_t *stage, struct sophon_plan *plan)
+/* Step 1's state: the master LP, the columns found so far and the bounds. */
+struct colgen {
+    struct master m;
+    double colw[MAX_COLS][R]; /* the resource weights each column was priced with */
+    int ncols;
+    double scale;   /* the loads are divided by it in the master (the first column's max) */
+    double tmaster; /* the master's value, scaled */
+    double best_lb; /* the best Lagrangian bound, scaled */
+    unsigned rounds;
+};
+
+/* A column to the master: the assignment priced with weights w, whose loads are g. */
+static void add_column(struct colgen *cg, const double w[R], const double g[R])
 {
-    struct master *m = NULL;
-    double(*colw)[R] = NULL;
-    uint8_t *asg = NULL;
-    struct frac *fr = NULL;
-    int rc = -ENOMEM;
-    size_t n = p->n;
-    double g[R], load[R];
+    memcpy(cg->colw[cg->ncols++], w, sizeof(cg->colw[0]));
+    double sg[R] = {g[0] / cg->scale, g[1] / cg->scale, g[2] / cg->scale};
+    master_add(&cg->m, sg);
+}
 
-    m = malloc(sizeof(*m));
-    colw = malloc(MAX_COLS * sizeof(*colw));
-    asg = malloc(R * n);
-    if (!m || !colw || !asg)
-        goto done;
-    master_init(m);
+/* The single-resource columns and the balanced one, which every run starts from. */
+static const double start_columns[4][R] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}};
 
-    /* Start from the single-resource columns and the balanced one. */
-    static const double start[4][R] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}};
-    double scale = 0, best_lb = 0;
-    int ncols = 0;
+/*
+ * Step 1 of the top comment: column generation until the priced column cannot improve the
+ * master, or MAX_ROUNDS. Returns 0, or 1 when every load is zero (any priced column is optimal,
+ * T = 0, and there is nothing to solve).
+ */
+static int solve_lp(const struct sophon__problem *p, struct colgen *cg)
+{
+    double g[R], lambda[R] = {1, 0, 0};
+
+    master_init(&cg->m);
+    cg->ncols = 0;
+    cg->best_lb = 0;
+    cg->rounds = 0;
     for (int k = 0; k < 4; k++) {
-        price(p, start[k], NULL, g);
+        price(p, start_columns[k], NULL, g);
         if (k == 0)
-            scale = fmax(g[0], fmax(g[1], g[2]));
-        memcpy(colw[ncols++], start[k], sizeof(start[k]));
-        if (scale <= 0) {
-            /* Every load is zero: any priced column is optimal (T = 0). */
-            price(p, start[0], stage, g);
-            plan->iterations = 0;
-            goto finish;
-        }
-        double sg[R] = {g[0] / scale, g[1] / scale, g[2] / scale};
-        master_add(m, sg);
+            cg->scale = fmax(g[0], fmax(g[1], g[2]));
+        if (cg->scale <= 0)
+            return 1;
+        add_column(cg, start_columns[k], g);
     }
-    unsigned rounds = 0;
-    double lambda[R] = {1, 0, 0}, tmaster = INFINITY;
     for (;;) {
-        master_solve(m);
+        master_solve(&cg->m);
         double v = 0;
         for (int r = 0; r < R; r++)
-            if (m->basic[r] >= R)
-                v += m->rhs[r];
-        tmaster = 1.0 / v;
+            if (cg->m.basic[r] >= R)
+                v += cg->m.rhs[r];
+        cg->tmaster = 1.0 / v;
         double y[R], ysum = 0;
         for (int r = 0; r < R; r++) {
-            y[r] = fmax(0.0, -m->obj[r]);
+            y[r] = fmax(0.0, -cg->m.obj[r]);
             ysum += y[r];
         }
         for (int r = 0; r < R; r++)
             lambda[r] = ysum > 0 ? y[r] / ysum : 1.0 / R;
-        if (rounds >= MAX_ROUNDS || ncols >= MAX_COLS)
-            break;
+        if (cg->rounds >= MAX_ROUNDS || cg->ncols >= MAX_COLS)
+            return 0;
         price(p, lambda, NULL, g);
-        rounds++;
-        double lb = (lambda[0] * g[0] + lambda[1] * g[1] + lambda[2] * g[2]) / scale;
-        best_lb = fmax(best_lb, lb);
-        if (best_lb >= tmaster * (1.0 - GAP))
-            break;
-        memcpy(colw[ncols++], lambda, sizeof(lambda));
-        double sg[R] = {g[0] / scale, g[1] / scale, g[2] / scale};
-        master_add(m, sg);
+        cg->rounds++;
+        double lb = (lambda[0] * g[0] + lambda[1] * g[1] + lambda[2] * g[2]) / cg->scale;
+        cg->best_lb = fmax(cg->best_lb, lb);
+        if (cg->best_lb >= cg->tmaster * (1.0 - GAP))
+            return 0;
+        add_column(cg, lambda, g);
     }
-    plan->iterations = rounds;
-    plan->lower_bound_s = fmax(p->gpu_s, best_lb * scale);
-    plan->lp_s = fmax(p->gpu_s, tmaster * scale);
+}
 
-    /* x = sum_k mu_k A_k over the basic columns. */
+/*
+ * Step 2's start: x = sum_k mu_k A_k over the master's basic columns. Samples on which the
+ * columns agree get that stage in stage[]; the others, with their support and weights, go to
+ * *fr (*nf of them, the caller frees it). Returns 0, 1 when the basis holds no column (cannot
+ * happen: the master's value is positive), -ENOMEM.
+ */
+static int basic_mixture(const struct sophon__problem *p, const struct colgen *cg, uint8_t *asg,
+                         uint8_t *stage, struct frac **fr, size_t *nf)
+{
+    size_t n = p->n, capf = 0;
+    double mu[R], g[R];
     int nb = 0;
-    double mu[R];
+
     for (int r = 0; r < R; r++) {
-        if (m->basic[r] < R || m->rhs[r] <= 0)
+        if (cg->m.basic[r] < R || cg->m.rhs[r] <= 0)
             continue;
-        mu[nb] = m->rhs[r] * tmaster;
-        price(p, colw[m->basic[r] - R], asg + (size_t)nb * n, g);
+        mu[nb] = cg->m.rhs[r] * cg->tmaster;
+        price(p, cg->colw[cg->m.basic[r] - R], asg + (size_t)nb * n, g);
         nb++;
     }
-    if (nb == 0) { /* cannot happen: the master's value is positive */
-        price(p, start[0], stage, g);
-        goto finish;
-    }
-    size_t nf = 0, capf = 0;
+    if (nb == 0)
+        return 1;
+    *nf = 0;
     for (size_t i = 0; i < n; i++) {
         int diff = 0;
         for (int k = 1; k < nb; k++)
@@ -528,14 +538,14 @@ int sophon__selective(const struct sophon__problem *p, uint8_t *stage, struct so
         stage[i] = asg[i];
         if (!diff)
             continue;
-        if (nf == capf) {
+        if (*nf == capf) {
             capf = capf ? 2 * capf : 64;
-            struct frac *t = realloc(fr, capf * sizeof(*fr));
+            struct frac *t = realloc(*fr, capf * sizeof(**fr));
             if (!t)
-                goto done;
-            fr = t;
+                return -ENOMEM;
+            *fr = t;
         }
-        struct frac *f = &fr[nf++];
+        struct frac *f = &(*fr)[(*nf)++];
         memset(f, 0, sizeof(*f));
         f->i = i;
         for (int k = 0; k < nb; k++) {
@@ -549,11 +559,20 @@ int sophon__selective(const struct sophon__problem *p, uint8_t *stage, struct so
             f->w[j] += mu[k];
         }
     }
-    nf = purify(p, fr, nf, stage);
+    return 0;
+}
 
-    /* Step 3: the best rounding of the (at most 3) fractional samples, and its bound. */
+/*
+ * Step 3 of the top comment: the bound Delta of rounding the (at most 3) fractional samples
+ * fr[0..nf), then the best of their rounding choices (every combination of support stages) into
+ * stage[].
+ */
+static void round_fractional(const struct sophon__problem *p, const struct frac *fr, size_t nf,
+                             uint8_t *stage, struct sophon_plan *plan)
+{
+    double delta[R] = {0, 0, 0}, load[R];
+
     plan->fractional = nf;
-    double delta[R] = {0, 0, 0};
     for (size_t e = 0; e < nf; e++) {
         stage[fr[e].i] = fr[e].st[0];
         for (int r = 0; r < R; r++) {
@@ -568,43 +587,72 @@ int sophon__selective(const struct sophon__problem *p, uint8_t *stage, struct so
     }
     plan->rounding_bound_s = fmax(delta[0], fmax(delta[1], delta[2]));
     sophon__loads(p, stage, load);
-    if (nf > 0 && nf <= 3) {
-        int pick[3] = {0, 0, 0}, best[3] = {0, 0, 0};
-        double bestl[R];
-        memcpy(bestl, load, sizeof(bestl));
-        for (;;) {
-            int e;
-            for (e = 0; e < (int)nf; e++) {
-                if (++pick[e] < fr[e].ns)
-                    break;
-                pick[e] = 0;
-            }
-            if (e == (int)nf)
+    if (nf == 0 || nf > 3)
+        return;
+    int pick[3] = {0, 0, 0}, best[3] = {0, 0, 0};
+    double bestl[R];
+    memcpy(bestl, load, sizeof(bestl));
+    for (;;) {
+        int e;
+        for (e = 0; e < (int)nf; e++) {
+            if (++pick[e] < fr[e].ns)
                 break;
-            double nl[R];
-            memcpy(nl, load, sizeof(nl));
-            for (size_t q = 0; q < nf; q++) {
-                const double *a0 = cost(p, fr[q].i, fr[q].st[0]);
-                const double *a1 = cost(p, fr[q].i, fr[q].st[pick[q]]);
-                for (int r = 0; r < R; r++)
-                    nl[r] += a1[r] - a0[r];
-            }
-            if (better(nl, bestl)) {
-                memcpy(bestl, nl, sizeof(bestl));
-                memcpy(best, pick, sizeof(best));
-            }
+            pick[e] = 0;
         }
-        for (size_t q = 0; q < nf; q++)
-            stage[fr[q].i] = fr[q].st[best[q]];
+        if (e == (int)nf)
+            break;
+        double nl[R];
+        memcpy(nl, load, sizeof(nl));
+        for (size_t q = 0; q < nf; q++) {
+            const double *a0 = cost(p, fr[q].i, fr[q].st[0]);
+            const double *a1 = cost(p, fr[q].i, fr[q].st[pick[q]]);
+            for (int r = 0; r < R; r++)
+                nl[r] += a1[r] - a0[r];
+        }
+        if (better(nl, bestl)) {
+            memcpy(bestl, nl, sizeof(bestl));
+            memcpy(best, pick, sizeof(best));
+        }
     }
-finish:
+    for (size_t q = 0; q < nf; q++)
+        stage[fr[q].i] = fr[q].st[best[q]];
+}
+
+int sophon__selective(const struct sophon__problem *p, uint8_t *stage, struct sophon_plan *plan)
+{
+    struct colgen *cg = malloc(sizeof(*cg));
+    uint8_t *asg = malloc(R * (p->n ? p->n : 1));
+    struct frac *fr = NULL;
+    size_t nf = 0;
+    double g[R], load[R];
+    int rc = -ENOMEM;
+
+    if (!cg || !asg)
+        goto done;
+    if (solve_lp(p, cg) == 1) {
+        price(p, start_columns[0], stage, g);
+        plan->iterations = 0;
+    } else {
+        plan->iterations = cg->rounds;
+        plan->lower_bound_s = fmax(p->gpu_s, cg->best_lb * cg->scale);
+        plan->lp_s = fmax(p->gpu_s, cg->tmaster * cg->scale);
+        rc = basic_mixture(p, cg, asg, stage, &fr, &nf);
+        if (rc < 0)
+            goto done;
+        if (rc == 1) {
+            price(p, start_columns[0], stage, g);
+        } else {
+            nf = purify(p, fr, nf, stage);
+            round_fractional(p, fr, nf, stage, plan);
+        }
+    }
+    /* Step 4. */
     sophon__loads(p, stage, load);
     local_search(p, stage, load);
     rc = 0;
 done:
     free(fr);
     free(asg);
-    free(colw);
-    free(m);
+    free(cg);
     return rc;
 }

@@ -20,9 +20,10 @@ int sophon__parse_seconds(const char *s, double *out);
 void sophon__chomp(char *line);
 
 /*
- * The planning problem in normalized form: a[(i * SOPHON_STAGE_COUNT + s) * 3 + r] is the time
- * (seconds) object i at stage s adds to resource r (0 network, 1 storage, 2 client); INFINITY
- * when the stage is not possible for that object under the budget.
+ * The planning problem in normalized form: a[(i * SOPHON_STAGE_COUNT + s) * SOPHON__RES + r] is
+ * the time (seconds) object i at stage s adds to resource r; INFINITY when the stage is not
+ * possible for that object under the budget (then its network time, which every stage has, is
+ * INFINITY). Every vector over resources (loads, weights) is indexed the same way.
  */
 enum { SOPHON__NET = 0, SOPHON__STORAGE = 1, SOPHON__CLIENT = 2, SOPHON__RES = 3 };
 
@@ -32,11 +33,11 @@ struct sophon__problem {
     double gpu_s;
 };
 
-/* The loads vector (3 sums) of an assignment. */
-void sophon__loads(const struct sophon__problem *p, const uint8_t *stage, double load[3]);
+/* The loads vector of an assignment: its time on each resource. */
+void sophon__loads(const struct sophon__problem *p, const uint8_t *stage, double load[SOPHON__RES]);
 
 /* max of the three loads and p->gpu_s. */
-double sophon__objective(const struct sophon__problem *p, const double load[3]);
+double sophon__objective(const struct sophon__problem *p, const double load[SOPHON__RES]);
 
 /*
  * Minimizes the modelled epoch over per-object stages (selective.c). Writes stage[] (n entries)
