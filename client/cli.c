@@ -25,7 +25,8 @@ void cli_error(const struct cli *c, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-int cli_common_option(struct cli *c, int opt, const char *arg)
+/* A connection option: 1 if opt is one, 0 if not, -1 if its value is invalid (said why). */
+static int cli_common_option(struct cli *c, int opt, const char *arg)
 {
     static char name_buf[256];
 
@@ -61,12 +62,37 @@ int cli_common_option(struct cli *c, int opt, const char *arg)
     }
 }
 
-int cli_common_or_usage(struct cli *c, int opt, const char *arg, const char *usage)
+/* A connection option, else a usage error (usage to stderr): 0, or -1 to exit with 2. */
+static int cli_common_or_usage(struct cli *c, int opt, const char *arg, const char *usage)
 {
     int r = cli_common_option(c, opt, arg);
     if (r == 0)
         fputs(usage, stderr);
     return r > 0 ? 0 : -1;
+}
+
+int cli_parse_options(struct cli *c, int argc, char **argv, const char *shortopts,
+                      const struct option *longopts, const char *usage, cli_option_fn own,
+                      void *arg, int *code)
+{
+    char all[64];
+    int opt, r;
+
+    snprintf(all, sizeof(all), "%s%s", CLI_COMMON_SHORTOPTS, shortopts);
+    *code = 2;
+    while ((opt = getopt_long(argc, argv, all, longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage, stdout);
+            *code = 0;
+            return -1;
+        }
+        r = own != NULL ? own(arg, opt, optarg) : 0;
+        if (r == 0)
+            r = cli_common_or_usage(c, opt, optarg, usage) < 0 ? -1 : 1;
+        if (r < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static const char *connect_hint(int err)

@@ -51,17 +51,21 @@ enum { CLI_OPT_ID = 0x100, CLI_OPT_KEYRING, CLI_OPT_FIRST_OWN };
     "  -h, --help          this help\n"
 
 /*
- * Handles a common option. Returns 1 if opt was one, 0 if not, -1 if its argument is invalid
- * (after printing why).
+ * A subcommand's own options: own(arg, opt, value) returns 1 if opt was one (handled), 0 if
+ * not, -1 if its value is invalid (after printing why).
  */
-int cli_common_option(struct cli *c, int opt, const char *arg);
+typedef int (*cli_option_fn)(void *arg, int opt, const char *value);
 
 /*
- * For an option a subcommand does not handle itself: a connection option, else a usage error.
- * Returns 0 if it was handled, -1 after printing why (or the usage) when the command must exit
- * with status 2.
+ * The option loop of every subcommand: getopt_long over argv with shortopts (after
+ * CLI_COMMON_SHORTOPTS) and longopts; each option goes to own (which may be NULL), then to the
+ * connection options, else it is a usage error (usage to stderr). -h prints usage to stdout.
+ * Returns 0 with optind at the first operand, or -1 to exit with *code: 0 after --help, 2 for a
+ * usage error.
  */
-int cli_common_or_usage(struct cli *c, int opt, const char *arg, const char *usage);
+int cli_parse_options(struct cli *c, int argc, char **argv, const char *shortopts,
+                      const struct option *longopts, const char *usage, cli_option_fn own,
+                      void *arg, int *code);
 
 /* Connects to the cluster and, if a pool was given, opens it. Prints what failed and what to do;
  * returns 0 or a negative errno. */

@@ -220,78 +220,83 @@ static void report(const char *what, const struct totals *t)
     putchar('\n');
 }
 
+enum { OPT_OBJECTS = CLI_OPT_FIRST_CMD, OPT_PREFIX, OPT_JOBS, OPT_REPEAT };
+
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    CLI_PREP_LONGOPTS,
+    {"objects", required_argument, NULL, OPT_OBJECTS},
+    {"prefix", required_argument, NULL, OPT_PREFIX},
+    {"jobs", required_argument, NULL, OPT_JOBS},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asks for. */
+struct bench_args {
+    struct cli c;
+    struct cli_prep o;
+    uint64_t max, jobs, repeat;
+    const char *prefix;
+};
+
+/* One option of sophon bench's own or a request option: 1 handled, 0 not one of them, -1
+ * invalid (said why). */
+static int bench_option(void *arg_, int opt, const char *arg)
+{
+    struct bench_args *a = arg_;
+
+    switch (opt) {
+    case OPT_OBJECTS:
+        return cli_parse_u64(&a->c, "--objects", arg, UINT32_MAX, &a->max) < 0 ? -1 : 1;
+    case OPT_PREFIX:
+        a->prefix = arg;
+        return 1;
+    case OPT_JOBS:
+        return cli_parse_range(&a->c, "--jobs", arg, 1, 1024, &a->jobs) < 0 ? -1 : 1;
+    case OPT_REPEAT:
+        return cli_parse_range(&a->c, "--repeat", arg, 1, 1000, &a->repeat) < 0 ? -1 : 1;
+    default:
+        return cli_prep_option(&a->c, &a->o, opt, arg);
+    }
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    enum { OPT_OBJECTS = CLI_OPT_FIRST_CMD, OPT_PREFIX, OPT_JOBS, OPT_REPEAT };
-    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-                                             CLI_PREP_LONGOPTS,
-                                             {"objects", required_argument, NULL, OPT_OBJECTS},
-                                             {"prefix", required_argument, NULL, OPT_PREFIX},
-                                             {"jobs", required_argument, NULL, OPT_JOBS},
-                                             {"repeat", required_argument, NULL, OPT_REPEAT},
-                                             {NULL, 0, NULL, 0}};
-    struct cli c = {.prog = "sophon bench"};
-    struct cli_prep o;
+    struct bench_args a = {.c = {.prog = "sophon bench"}, .jobs = 16, .repeat = 1};
+    struct cli *c = &a.c;
+    const struct cli_prep *o = &a.o;
     struct object *objs = NULL;
     size_t n = 0, usable = 0, scanned = 0;
-    uint64_t max = 0, jobs = 16, repeat = 1;
-    const char *prefix = NULL;
-    int opt, r, code = 1;
+    int r, code;
 
-    cli_prep_init(&o);
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS CLI_PREP_SHORTOPTS, longopts,
-                              NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        case OPT_OBJECTS:
-            if (cli_parse_u64(&c, "--objects", optarg, UINT32_MAX, &max) < 0)
-                return 2;
-            continue;
-        case OPT_PREFIX:
-            prefix = optarg;
-            continue;
-        case OPT_JOBS:
-            if (cli_parse_range(&c, "--jobs", optarg, 1, 1024, &jobs) < 0)
-                return 2;
-            continue;
-        case OPT_REPEAT:
-            if (cli_parse_range(&c, "--repeat", optarg, 1, 1000, &repeat) < 0)
-                return 2;
-            continue;
-        }
-        r = cli_common_option(&c, opt, optarg);
-        if (r == 0)
-            r = cli_prep_option(&c, &o, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (c.pool == NULL || optind != argc) {
-        cli_error(&c, "want a pool: sophon bench -p POOL");
+    cli_prep_init(&a.o);
+    if (cli_parse_options(&a.c, argc, argv, CLI_PREP_SHORTOPTS, longopts, usage, bench_option, &a,
+                          &code) < 0)
+        return code;
+    code = 1;
+    if (c->pool == NULL || optind != argc) {
+        cli_error(c, "want a pool: sophon bench -p POOL");
         return 2;
     }
-    if (o.have_box) {
-        cli_error(&c, "boxes are drawn per object from --seed; --box does not apply");
+    if (o->have_box) {
+        cli_error(c, "boxes are drawn per object from --seed; --box does not apply");
         return 2;
     }
-    if (cli_connect(&c) < 0)
+    if (cli_connect(c) < 0)
         return 1;
-    r = list_objects(&c, prefix, max, &objs, &n);
+    r = list_objects(c, a.prefix, a.max, &objs, &n);
     if (r < 0) {
-        cli_error(&c, "cannot list pool %s: %s", c.pool, strerror(-r));
+        cli_error(c, "cannot list pool %s: %s", c->pool, strerror(-r));
         goto done;
     }
     /* Sizes and dimensions, probed in the OSDs; objects that are not JPEGs are left out. */
     for (size_t i = 0; i < n; i++, scanned = i) {
         struct sophon_probe_reply pr;
-        r = sophon__remote_probe(&pr, c.io, objs[i].name);
+        r = sophon__remote_probe(&pr, c->io, objs[i].name);
         if (r < 0) {
             if (r == -EPERM || r == -EOPNOTSUPP) {
-                cli_class_error(&c, "sophon.probe", objs[i].name, r);
+                cli_class_error(c, "sophon.probe", objs[i].name, r);
                 goto done;
             }
             free(objs[i].name);
@@ -303,16 +308,16 @@ int cmd_bench(int argc, char **argv)
     scanned = n;
     n = usable;
     if (n == 0) {
-        cli_error(&c, "no JPEG objects in pool %s%s%s", c.pool, prefix ? " with prefix " : "",
-                  prefix ? prefix : "");
+        cli_error(c, "no JPEG objects in pool %s%s%s", c->pool, a.prefix ? " with a.prefix " : "",
+                  a.prefix ? a.prefix : "");
         goto done;
     }
     struct totals read_t, prep_t;
-    if (run(&c, objs, n, 0, &o, jobs, repeat, &read_t) < 0 ||
-        run(&c, objs, n, 1, &o, jobs, repeat, &prep_t) < 0)
+    if (run(c, objs, n, 0, o, a.jobs, a.repeat, &read_t) < 0 ||
+        run(c, objs, n, 1, o, a.jobs, a.repeat, &prep_t) < 0)
         goto done;
-    printf("%zu objects, %llu in flight, output %ux%u %s%s\n", n, (unsigned long long)jobs,
-           o.p.out_w, o.p.out_h, sophon_format_name(o.p.format), o.p.fast ? " fast" : "");
+    printf("%zu objects, %llu in flight, output %ux%u %s%s\n", n, (unsigned long long)a.jobs,
+           o->p.out_w, o->p.out_h, sophon_format_name(o->p.format), o->p.fast ? " fast" : "");
     printf("%-5s %8s %9s %10s %10s %9s %9s %11s\n", "mode", "calls", "calls/s", "stored MB",
            "recv MB", "recv/stor", "recv MB/s", "OSD ms/call");
     report("read", &read_t);
@@ -325,6 +330,6 @@ done:
     for (size_t i = scanned; i < n; i++)
         free(objs[i].name);
     free(objs);
-    cli_disconnect(&c);
+    cli_disconnect(c);
     return code;
 }

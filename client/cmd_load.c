@@ -229,8 +229,9 @@ static int parse_unsigned(const struct cli *c, const char *what, const char *s, 
 }
 
 /* One option of sophon load's own: 1 handled, 0 not one of them, -1 invalid (said why). */
-static int load_option(struct load_args *a, int opt, const char *arg)
+static int load_option(void *arg_, int opt, const char *arg)
 {
+    struct load_args *a = arg_;
     const struct cli *c = &a->c;
     struct sophon_loader_options *o = &a->o;
     int r, f;
@@ -308,26 +309,13 @@ static int load_option(struct load_args *a, int opt, const char *arg)
  */
 static int parse_args(int argc, char **argv, struct load_args *a, int *code)
 {
-    int opt, r;
-
     memset(a, 0, sizeof(*a));
     a->c.prog = "sophon load";
     a->o = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     a->o.format = SOPHON_SAMPLE_F32;
     a->epochs = 1;
-    *code = 2;
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            *code = 0;
-            return -1;
-        }
-        r = load_option(a, opt, optarg);
-        if (r == 0)
-            r = cli_common_or_usage(&a->c, opt, optarg, usage) < 0 ? -1 : 1;
-        if (r < 0)
-            return -1;
-    }
+    if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, load_option, a, code) < 0)
+        return -1;
     if (a->c.pool == NULL || optind != argc) {
         cli_error(&a->c, "want a pool: sophon load -p POOL [--dataset NAME]");
         return -1;

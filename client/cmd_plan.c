@@ -108,8 +108,9 @@ struct plan_args {
 };
 
 /* One option of sophon plan's own: 1 handled, 0 not one of them, -1 invalid (said why). */
-static int plan_option(struct plan_args *a, int opt, const char *arg)
+static int plan_option(void *arg_, int opt, const char *arg)
 {
+    struct plan_args *a = arg_;
     const struct cli *c = &a->c;
     struct sophon_budget *b = &a->budget;
     int r;
@@ -162,25 +163,12 @@ static int plan_option(struct plan_args *a, int opt, const char *arg)
 /* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
 static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
 {
-    int opt, r;
-
     memset(a, 0, sizeof(*a));
     a->c.prog = "sophon plan";
     a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
     a->policy = -1;
-    *code = 2;
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            *code = 0;
-            return -1;
-        }
-        r = plan_option(a, opt, optarg);
-        if (r == 0)
-            r = cli_common_or_usage(&a->c, opt, optarg, usage) < 0 ? -1 : 1;
-        if (r < 0)
-            return -1;
-    }
+    if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, plan_option, a, code) < 0)
+        return -1;
     if (optind != argc || (a->c.pool == NULL) == (a->records == NULL)) {
         cli_error(&a->c, "plan a dataset in the cluster (-p POOL) or a records file (--records "
                          "FILE.csv), one of them");

@@ -118,40 +118,42 @@ static int prep_here(const struct cli *c, struct cli_prep *o, const char *name, 
     return r < 0 ? 1 : 0;
 }
 
+enum { OPT_LOCAL = CLI_OPT_FIRST_CMD };
+
+static const struct option longopts[] = {
+    CLI_COMMON_LONGOPTS,
+    CLI_PREP_LONGOPTS,
+    {"local", no_argument, NULL, OPT_LOCAL},
+    {NULL, 0, NULL, 0},
+};
+
+/* What prep and exec take: the request, and exec's --local (local NULL for prep). */
+struct prep_args {
+    const struct cli *c;
+    struct cli_prep *o;
+    int *local;
+};
+
+static int prep_option(void *arg_, int opt, const char *arg)
+{
+    struct prep_args *a = arg_;
+
+    if (opt == OPT_LOCAL && a->local != NULL) {
+        *a->local = 1;
+        return 1;
+    }
+    return cli_prep_option(a->c, a->o, opt, arg);
+}
+
 /* Parses the command line shared by prep and exec. Returns -1 to exit with *code. */
 static int parse(int argc, char **argv, struct cli *c, struct cli_prep *o, int *local,
                  const char *usage, int *code)
 {
-    enum { OPT_LOCAL = CLI_OPT_FIRST_CMD };
-    static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-                                             CLI_PREP_LONGOPTS,
-                                             {"local", no_argument, NULL, OPT_LOCAL},
-                                             {NULL, 0, NULL, 0}};
-    int opt, r;
+    struct prep_args a = {c, o, local};
 
     cli_prep_init(o);
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS CLI_PREP_SHORTOPTS, longopts,
-                              NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            *code = 0;
-            return -1;
-        }
-        if (opt == OPT_LOCAL && local != NULL) {
-            *local = 1;
-            continue;
-        }
-        r = cli_common_option(c, opt, optarg);
-        if (r == 0)
-            r = cli_prep_option(c, o, opt, optarg);
-        if (r <= 0) {
-            if (r == 0)
-                fputs(usage, stderr);
-            *code = 2;
-            return -1;
-        }
-    }
-    return 0;
+    return cli_parse_options(c, argc, argv, CLI_PREP_SHORTOPTS, longopts, usage, prep_option, &a,
+                             code);
 }
 
 int cmd_prep(int argc, char **argv)

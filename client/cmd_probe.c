@@ -45,16 +45,10 @@ int cmd_probe(int argc, char **argv)
 {
     static const struct option longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
     struct cli c = {.prog = "sophon probe"};
-    int opt, r, failed = 0;
+    int r, code, failed = 0;
 
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (cli_common_or_usage(&c, opt, optarg, usage) < 0)
-            return 2;
-    }
+    if (cli_parse_options(&c, argc, argv, "", longopts, usage, NULL, NULL, &code) < 0)
+        return code;
     if (optind == argc) {
         cli_error(&c, "nothing to probe: give files, or -p POOL and objects");
         return 2;

@@ -375,47 +375,42 @@ struct profile_args {
     uint64_t sample, jobs;
 };
 
+/* One option of sophon profile's own: 1 handled, 0 not one of them, -1 invalid (said why). */
+static int profile_option(void *arg_, int opt, const char *arg)
+{
+    struct profile_args *a = arg_;
+
+    switch (opt) {
+    case OPT_DATASET:
+        a->dataset = arg;
+        return 1;
+    case OPT_LIST:
+        a->list = arg;
+        return 1;
+    case OPT_SAMPLE:
+        return cli_parse_u64(&a->c, "--sample", arg, 100000, &a->sample) < 0 ? -1 : 1;
+    case OPT_JOBS:
+        return cli_parse_range(&a->c, "--jobs", arg, 1, 1024, &a->jobs) < 0 ? -1 : 1;
+    case OPT_EXPORT:
+        a->export_path = arg;
+        return 1;
+    case OPT_IMPORT:
+        a->import_path = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
 static int parse_args(int argc, char **argv, struct profile_args *a, int *code)
 {
-    int opt, r;
-
     memset(a, 0, sizeof(*a));
     a->c.prog = "sophon profile";
     a->sample = 16;
     a->jobs = 32;
-    *code = 2;
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(usage, stdout);
-            *code = 0;
-            return -1;
-        case OPT_DATASET:
-            a->dataset = optarg;
-            continue;
-        case OPT_LIST:
-            a->list = optarg;
-            continue;
-        case OPT_SAMPLE:
-            r = cli_parse_u64(&a->c, "--sample", optarg, 100000, &a->sample);
-            break;
-        case OPT_JOBS:
-            r = cli_parse_range(&a->c, "--jobs", optarg, 1, 1024, &a->jobs);
-            break;
-        case OPT_EXPORT:
-            a->export_path = optarg;
-            continue;
-        case OPT_IMPORT:
-            a->import_path = optarg;
-            continue;
-        default:
-            r = cli_common_or_usage(&a->c, opt, optarg, usage);
-            break;
-        }
-        if (r < 0)
-            return -1;
-    }
+    if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, profile_option, a, code) < 0)
+        return -1;
     if (a->c.pool == NULL || optind != argc) {
         cli_error(&a->c, "want a pool: sophon profile -p POOL [--dataset NAME]");
         return -1;

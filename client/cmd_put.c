@@ -325,37 +325,33 @@ struct put_args {
     uint64_t jobs;
 };
 
+/* One option of sophon put's own: 1 handled, 0 not one of them, -1 invalid (said why). */
+static int put_option(void *arg_, int opt, const char *arg)
+{
+    struct put_args *a = arg_;
+
+    switch (opt) {
+    case OPT_DATASET:
+        a->dataset = arg;
+        return 1;
+    case OPT_LABELS:
+        a->labels = 1;
+        return 1;
+    case OPT_JOBS:
+        return cli_parse_range(&a->c, "--jobs", arg, 1, 1024, &a->jobs) < 0 ? -1 : 1;
+    default:
+        return 0;
+    }
+}
+
 /* The command line into *a, checked. Returns 0, or -1 to exit with *code (0 after --help). */
 static int parse_args(int argc, char **argv, struct put_args *a, int *code)
 {
-    int opt, r;
-
     memset(a, 0, sizeof(*a));
     a->c.prog = "sophon put";
     a->jobs = 16;
-    *code = 2;
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(usage, stdout);
-            *code = 0;
-            return -1;
-        case OPT_DATASET:
-            a->dataset = optarg;
-            continue;
-        case OPT_LABELS:
-            a->labels = 1;
-            continue;
-        case OPT_JOBS:
-            r = cli_parse_range(&a->c, "--jobs", optarg, 1, 1024, &a->jobs);
-            break;
-        default:
-            r = cli_common_or_usage(&a->c, opt, optarg, usage);
-            break;
-        }
-        if (r < 0)
-            return -1;
-    }
+    if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, put_option, a, code) < 0)
+        return -1;
     if (optind == argc || a->c.pool == NULL) {
         cli_error(&a->c, "want a pool and files or directories: sophon put -p POOL PATH...");
         return -1;

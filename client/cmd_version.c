@@ -21,21 +21,10 @@ int cmd_version(int argc, char **argv)
     struct cli c = {.prog = "sophon version"};
     struct sophon_class_version v;
     char vbuf[32];
-    int opt, r;
+    int r, code;
 
-    while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(usage, stdout);
-            return 0;
-        }
-        r = cli_common_option(&c, opt, optarg);
-        if (r < 0)
-            return 2;
-        if (r == 0) {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    if (cli_parse_options(&c, argc, argv, "", longopts, usage, NULL, NULL, &code) < 0)
+        return code;
     printf("client: sophon %s, wire format %u\n", sophon_version_string(),
            (unsigned)sophon_wire_version());
     if (optind == argc)

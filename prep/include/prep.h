@@ -24,11 +24,11 @@
  *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
  *                component counts other than 1, 3 and 4.
  *   -E2BIG       over a limit: width * height > max_pixels, more than max_scans scans.
- *   -EFBIG       the JPEG larger than max_input_bytes, the output larger than max_output_bytes;
- *                libjpeg's working memory over its budget
- *                (8 bytes per allowed pixel: what a legitimate progressive image can need); or
- *                the resampler's row buffers over 256 MiB (only extreme aspect ratios, e.g. a
- *                5000-row box squeezed into 1 output row of 8192 pixels).
+ *   -EFBIG       the JPEG larger than max_input_bytes; the output larger than
+ *                max_output_bytes; libjpeg's working memory over its budget (8 bytes per allowed
+ *                pixel: what a legitimate progressive image can need); or the resampler's row
+ *                buffers over 256 MiB (only extreme aspect ratios, e.g. a 5000-row box squeezed
+ *                into 1 output row of 8192 pixels).
  *   -ENOMEM      allocation failure.
  *   -ERANGE      out_cap smaller than sophon_prep_output_size().
  * On error a one-line message (no newline) is written to err when err != NULL and errlen > 0.
