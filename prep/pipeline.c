@@ -41,20 +41,16 @@ struct pipeline {
 };
 
 static const char *const format_names[] = {"u8", "f32"};
+#define FORMATS ((int)(sizeof(format_names) / sizeof(format_names[0])))
 
 const char *sophon_format_name(int format)
 {
-    if (format < 0 || (size_t)format >= sizeof(format_names) / sizeof(format_names[0]))
-        return "unknown";
-    return format_names[format];
+    return sophon__name_of(format_names, FORMATS, format, "unknown");
 }
 
 int sophon_format_from_name(const char *name)
 {
-    for (size_t f = 0; name != NULL && f < sizeof(format_names) / sizeof(format_names[0]); f++)
-        if (strcmp(name, format_names[f]) == 0)
-            return (int)f;
-    return -1;
+    return sophon__index_of(format_names, FORMATS, name);
 }
 
 uint64_t sophon_prep_output_size(const struct sophon_prep_params *p)

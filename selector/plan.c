@@ -8,6 +8,7 @@
 
 #include "selector.h"
 #include "selector_internal.h"
+#include "sophon_common.h"
 
 #define S SOPHON_STAGE_COUNT
 #define R SOPHON__RES
@@ -18,17 +19,12 @@ static const char *const policy_names[SOPHON_POLICY_COUNT] = {
 
 const char *sophon_policy_name(int policy)
 {
-    if (policy < 0 || policy >= SOPHON_POLICY_COUNT)
-        return "unknown";
-    return policy_names[policy];
+    return sophon__name_of(policy_names, SOPHON_POLICY_COUNT, policy, "unknown");
 }
 
 int sophon_policy_from_name(const char *name)
 {
-    for (int p = 0; name != NULL && p < SOPHON_POLICY_COUNT; p++)
-        if (strcmp(name, policy_names[p]) == 0)
-            return p;
-    return -1;
+    return sophon__index_of(policy_names, SOPHON_POLICY_COUNT, name);
 }
 
 static int budget_ok(const struct sophon_budget *b)

@@ -19,9 +19,7 @@ static const char *const stage_names[SOPHON_STAGE_COUNT] = {"stored", "u8", "f32
 
 const char *sophon_stage_name(int stage)
 {
-    if (stage < 0 || stage >= SOPHON_STAGE_COUNT)
-        return "unknown";
-    return stage_names[stage];
+    return sophon__name_of(stage_names, SOPHON_STAGE_COUNT, stage, "unknown");
 }
 
 int sophon_records_new(sophon_records **out)

@@ -23,6 +23,11 @@ void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
 /* sophon__thread_cpu_ns - the calling thread's CPU time in nanoseconds; 0 if it cannot be read. */
 uint64_t sophon__thread_cpu_ns(void);
 
+/* An enum's static name table of n entries, both ways: names[i] (fallback when i is out of
+ * range), and the index of name (-1 when it is none of them, or NULL). */
+const char *sophon__name_of(const char *const *names, int n, int i, const char *fallback);
+int sophon__index_of(const char *const *names, int n, const char *name);
+
 /*
  * JPEG chroma subsampling: the first component's sampling factors relative to the others, which
  * are all 1x1 (for YCCK the K component samples like Y). What sophon_probe reports and what the

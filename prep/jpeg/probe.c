@@ -123,7 +123,5 @@ const char *sophon_colorspace_name(int cs)
 {
     static const char *const names[] = {"unknown", "gray", "rgb", "ycbcr", "cmyk", "ycck"};
 
-    if (cs < 0 || (size_t)cs >= sizeof(names) / sizeof(names[0]))
-        return "unknown";
-    return names[cs];
+    return sophon__name_of(names, (int)(sizeof(names) / sizeof(names[0])), cs, "unknown");
 }
