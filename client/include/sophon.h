@@ -83,7 +83,7 @@ enum sophon_loader_stage {
  * SOPHON_LOADER_OPTIONS_VERSION it was built with; the library accepts every version up to its
  * own, reads only the fields that version has and gives the others their defaults, and refuses a
  * newer version with -EINVAL):
- *   1  sophon 0.1: a field left at 0 took its default, so 0 retries or 0 storage cores could
+ *   1  the first: a field left at 0 took its default, so 0 retries or 0 storage cores could
  *      not be asked for. Still accepted with that meaning.
  *   2  the INIT macro carries the defaults and every field means what it holds: 0 retries is
  *      no retry, 0 storage cores no offload. Budgets may say SOPHON_BUDGET_MEASURE.
@@ -149,7 +149,7 @@ struct sophon_batch {
     size_t failed;            /* samples of this batch with errors[k] < 0 */
 };
 
-/* Versions of struct sophon_loader_stats, under the options' rule: 1 is sophon 0.1's. */
+/* Versions of struct sophon_loader_stats, under the options' rule (1 is the first). */
 #define SOPHON_LOADER_STATS_VERSION 1
 
 /* What a loader did in the current (or last) epoch of its shard. Start from

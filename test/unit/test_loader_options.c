@@ -120,7 +120,7 @@ static void test_versions(void **state)
     struct sophon_loader_options in, o;
 
     (void)state;
-    /* A sophon 0.1 caller: its zeros were defaults. */
+    /* A version 1 caller: its zeros were defaults. */
     memset(&in, 0, sizeof(in));
     in.version = 1;
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
