@@ -15,6 +15,8 @@ packages=(
     dpkg ca-certificates
     # synthetic test JPEGs (cjpeg), memory checking
     libjpeg-turbo-progs valgrind
+    # the Ceph 18 suite's Debian 13 root (scripts/test-reef.sh)
+    debootstrap
 )
 
 missing=()
