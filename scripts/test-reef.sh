@@ -336,11 +336,19 @@ mount -t overlay overlay "$root$corpus" \
     -o "lowerdir=$corpus,upperdir=$cache/run/corpus-upper,workdir=$cache/run/corpus-work" ||
     die "cannot mount the corpus overlay on $root$corpus (overlayfs: modprobe overlay)"
 
+# Runs a long command in the root. In the background, so that a signal to this script alone
+# (kill PID) runs the trap at once rather than when the command ends; the trap stops it with
+# everything else in the root.
+run_in_root() {
+    in_root "$root" "$@" &
+    wait $!
+}
+
 build() { # dir build-type
-    in_root "$root" cmake -S /src -B "$1" -DCMAKE_BUILD_TYPE="$2" -DCMAKE_C_COMPILER=gcc \
+    run_in_root cmake -S /src -B "$1" -DCMAKE_BUILD_TYPE="$2" -DCMAKE_C_COMPILER=gcc \
         -DSOPHON_WERROR=ON -DSOPHON_TESTS=ON -DSOPHON_SANITIZE=OFF -DSOPHON_FUZZ=OFF \
         -DSOPHON_CORPUS_DIR="$corpus" >/dev/null
-    in_root "$root" cmake --build "$1" -j "$jobs" -- --no-print-directory
+    run_in_root cmake --build "$1" -j "$jobs" -- --no-print-directory
 }
 
 versions=$(in_root "$root" sh -c 'printf "gcc %s, %s, Pillow %s" "$(gcc -dumpfullversion)" \
@@ -356,4 +364,4 @@ build /build/Debug Debug >/dev/null
 log "built in $((SECONDS - t))s (RelWithDebInfo for the tests, Release and Debug for warnings)"
 
 step "unit, fuzz-corpus and integration tests in the root (logs under $root/build)"
-in_root "$root" sh -c 'cd /build && exec ctest --output-on-failure "$@"' ctest "$@"
+run_in_root sh -c 'cd /build && exec ctest --output-on-failure "$@"' ctest "$@"
