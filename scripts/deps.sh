@@ -15,6 +15,8 @@ packages=(
     dpkg ca-certificates
     # synthetic test JPEGs (cjpeg), memory checking, the format check (scripts/check-format.sh)
     libjpeg-turbo-progs valgrind clang-format-14
+    # the Ceph 18 suite's Debian 13 root (scripts/test-reef.sh)
+    debootstrap
 )
 
 missing=()

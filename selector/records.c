@@ -309,10 +309,28 @@ static int parse_header(char *line, int *map, char *err, size_t errlen)
     return 0;
 }
 
+/* A decimal of at most max into a narrower field, written only when the whole field parsed. */
+static int parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+    uint64_t v;
+    int rc = sophon__parse_u64(s, max, &v);
+    if (rc == 0)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+static int parse_u8(const char *s, uint8_t max, uint8_t *out)
+{
+    uint64_t v;
+    int rc = sophon__parse_u64(s, max, &v);
+    if (rc == 0)
+        *out = (uint8_t)v;
+    return rc;
+}
+
 static int parse_row(char *line, const int *map, struct sophon_record *r, const char **why)
 {
     char *field[COL_COUNT + 1];
-    uint64_t v;
 
     int n = split_csv(line, field, COL_COUNT + 1, why);
     if (n < 0)
@@ -334,20 +352,16 @@ static int parse_row(char *line, const int *map, struct sophon_record *r, const 
             bad = sophon__parse_u64(f, UINT64_MAX, &r->stored_bytes);
             break;
         case COL_WIDTH:
+            bad = parse_u32(f, UINT32_MAX, &r->width);
+            break;
         case COL_HEIGHT:
-            bad = sophon__parse_u64(f, UINT32_MAX, &v);
-            if (c == COL_WIDTH)
-                r->width = (uint32_t)v;
-            else
-                r->height = (uint32_t)v;
+            bad = parse_u32(f, UINT32_MAX, &r->height);
             break;
         case COL_COMPONENTS:
-            bad = sophon__parse_u64(f, 4, &v);
-            r->components = (uint8_t)v;
+            bad = parse_u8(f, 4, &r->components);
             break;
         case COL_PROGRESSIVE:
-            bad = sophon__parse_u64(f, 1, &v);
-            r->progressive = (uint8_t)v;
+            bad = parse_u8(f, 1, &r->progressive);
             break;
         case COL_SUBSAMPLING: {
             int ss = sophon_subsampling_from_name(f);
