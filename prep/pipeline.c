@@ -1,10 +1,11 @@
 /*
- * pipeline.c - sophon_prep_run: decode the crop box row by row, resample each row horizontally
- * as it arrives, keep only the rows the vertical filter still needs in a ring, and write each
- * output row (flipped, and as u8 or normalized float) as soon as its input rows are in.
+ * pipeline.c - sophon_prep_run: decode the rows and columns of the source box that the output
+ * window's filter taps reach, row by row, resample each row horizontally as it arrives, keep
+ * only the rows the vertical filter still needs in a ring, and write each output row (flipped,
+ * and as u8 or normalized float) as soon as its input rows are in.
  *
- * Peak memory is one scanline, the ring (vertical kernel size x output row) and the weights,
- * independent of the image size.
+ * Peak memory is one scanline, the ring (vertical kernel size x output row) and the window's
+ * weights, independent of the image size.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,13 +24,13 @@
 
 struct pipeline {
     const struct sophon_prep_params *p;
+    struct sophon__geometry g;
     uint8_t *out;
     char *err;
     size_t errlen;
     struct sophon__coeffs h, v;
     int need_h, need_v; /* Pillow skips a pass whose size does not change. */
-    uint32_t in_w;      /* Box width in decoded pixels. */
-    uint32_t row_first; /* Box row delivered as region row 0. */
+    uint32_t in_w;      /* Decoded columns: those the window's horizontal taps reach. */
     uint32_t ring_rows; /* Ring slots: the vertical kernel size bounds the rows in use. */
     size_t stride;      /* Bytes per ring row. */
     uint8_t *ring;
@@ -78,26 +79,59 @@ static uint32_t ceil_div(uint64_t a, uint32_t b)
 
 /*
  * Fast mode decodes at 1/2, 1/4 or 1/8 scale in the DCT domain: the largest factor whose scaled
- * box still covers the output size, so the resample never upscales what was decoded smaller.
+ * box still covers the resize target, so the resample never upscales what was decoded smaller.
  */
-static uint32_t pick_scale(const struct sophon_prep_params *p)
+static uint32_t pick_scale(const struct sophon_prep_params *p, const struct sophon__geometry *g)
 {
     uint32_t d;
 
     if (!p->fast)
         return 1;
     for (d = 8; d > 1; d /= 2) {
-        if ((uint64_t)p->box_w / d >= p->out_w && (uint64_t)p->box_h / d >= p->out_h)
+        if ((uint64_t)p->box_w / d >= g->resize_w && (uint64_t)p->box_h / d >= g->resize_h)
             return d;
     }
     return 1;
+}
+
+/*
+ * One axis of the window: the weights of its outputs when the box's `in` samples are resized to
+ * `resize`, and which of the box's samples they read (*first, *n). Without a resize (Pillow
+ * skips the pass) the window is a plain crop of the box.
+ */
+static int window_axis(struct sophon__coeffs *c, int need, uint32_t in, uint32_t resize,
+                       uint32_t win, uint32_t out, uint32_t *first, uint32_t *n)
+{
+    int rc;
+
+    if (!need) {
+        *first = win;
+        *n = out;
+        return 0;
+    }
+    rc = sophon__coeffs_init_window(c, in, resize, win, out);
+    *first = c->offset;
+    *n = c->in;
+    return rc;
+}
+
+/* First and one past the last decoded row that output row yy reads. */
+static uint32_t v_first(const struct pipeline *pl, uint32_t yy)
+{
+    return pl->need_v ? pl->v.first[yy] : yy;
+}
+
+static uint32_t v_end(const struct pipeline *pl, uint32_t yy)
+{
+    return pl->need_v ? pl->v.first[yy] + pl->v.count[yy] : yy + 1;
 }
 
 static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__region *rg)
 {
     struct pipeline *pl = ctx;
     const struct sophon_prep_params *p = pl->p;
-    uint32_t d, x0, x1, y0, y1, last;
+    const struct sophon__geometry *g = &pl->g;
+    uint32_t d, x0, x1, y0, y1, col0 = 0, row0 = 0, rows = 0;
     uint64_t work;
     int rc;
 
@@ -107,7 +141,7 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
                        (unsigned)p->box_y, (unsigned)width, (unsigned)height);
         return -EINVAL;
     }
-    d = pick_scale(p);
+    d = pick_scale(p, g);
     x0 = p->box_x / d;
     y0 = p->box_y / d;
     x1 = ceil_div((uint64_t)p->box_x + p->box_w, d);
@@ -117,21 +151,20 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
     if (y1 > ceil_div(height, d))
         y1 = ceil_div(height, d);
 
-    rc = sophon__coeffs_init(&pl->h, x1 - x0, p->out_w);
-    if (rc == 0 && p->out_w != x1 - x0)
+    pl->need_h = g->resize_w != x1 - x0;
+    pl->need_v = g->resize_h != y1 - y0;
+    rc =
+        window_axis(&pl->h, pl->need_h, x1 - x0, g->resize_w, g->win_x, p->out_w, &col0, &pl->in_w);
+    if (rc == 0 && pl->need_h)
         rc = sophon__coeffs_expand(&pl->h);
     if (rc == 0)
-        rc = sophon__coeffs_init(&pl->v, y1 - y0, p->out_h);
+        rc =
+            window_axis(&pl->v, pl->need_v, y1 - y0, g->resize_h, g->win_y, p->out_h, &row0, &rows);
     if (rc < 0) {
         sophon__seterr(pl->err, pl->errlen, "cannot compute resample weights (%d)", rc);
         return rc;
     }
-    pl->in_w = x1 - x0;
-    pl->need_h = p->out_w != pl->in_w;
-    pl->need_v = p->out_h != y1 - y0;
-    pl->row_first = pl->v.first[0];
-    last = pl->v.first[p->out_h - 1] + pl->v.count[p->out_h - 1];
-    pl->ring_rows = pl->v.ksize;
+    pl->ring_rows = pl->need_v ? pl->v.ksize : 1;
     pl->stride = (size_t)(pl->need_h ? p->out_w : pl->in_w) * 3;
 
     work = (uint64_t)pl->ring_rows * pl->stride + (uint64_t)pl->stride * 5 +
@@ -151,10 +184,10 @@ static int on_header(void *ctx, uint32_t width, uint32_t height, struct sophon__
     }
 
     rg->scale_denom = d;
-    rg->x = x0;
+    rg->x = x0 + col0;
     rg->w = pl->in_w;
-    rg->y = y0 + pl->row_first;
-    rg->h = last - pl->row_first;
+    rg->y = y0 + row0;
+    rg->h = rows;
     return 0;
 }
 
@@ -244,18 +277,19 @@ int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
     return 0;
 }
 
-static uint8_t *ring_row(struct pipeline *pl, uint32_t box_row)
+/* Decoded rows count from the first one the window reads: region row r is ring slot r % size. */
+static uint8_t *ring_row(struct pipeline *pl, uint32_t row)
 {
-    return pl->ring + (size_t)((box_row - pl->row_first) % pl->ring_rows) * pl->stride;
+    return pl->ring + (size_t)(row % pl->ring_rows) * pl->stride;
 }
 
 static void emit_row(struct pipeline *pl, uint32_t yy)
 {
-    uint32_t i, first = pl->v.first[yy];
+    uint32_t i, first = v_first(pl, yy);
 
     if (!pl->need_v) {
-        /* Same size vertically: Pillow copies the (horizontally resampled) row yy. */
-        store_row(pl, ring_row(pl, yy), yy);
+        /* Same size vertically: Pillow copies the (horizontally resampled) row. */
+        store_row(pl, ring_row(pl, first), yy);
         return;
     }
     for (i = 0; i < pl->v.count[yy]; i++)
@@ -267,28 +301,27 @@ static void emit_row(struct pipeline *pl, uint32_t yy)
 static int on_row(void *ctx, const uint8_t *rgb, uint32_t row)
 {
     struct pipeline *pl = ctx;
-    uint32_t box_row = pl->row_first + row;
-    uint8_t *slot = ring_row(pl, box_row);
+    uint8_t *slot = ring_row(pl, row);
 
     if (pl->need_h)
         sophon__resample_h(slot, rgb, &pl->h);
     else
         memcpy(slot, rgb, pl->stride);
     /*
-     * Windows [first, first + count) only move forward, so an output row is final once its last
-     * input row is in, and its first row is at most ksize - 1 rows back: still in the ring.
+     * Windows [first, end) only move forward, so an output row is final once its last input
+     * row is in, and its first row is at most ksize - 1 rows back: still in the ring.
      */
-    while (pl->next_out < pl->p->out_h &&
-           pl->v.first[pl->next_out] + pl->v.count[pl->next_out] <= box_row + 1) {
+    while (pl->next_out < pl->p->out_h && v_end(pl, pl->next_out) <= row + 1) {
         emit_row(pl, pl->next_out);
         pl->next_out++;
     }
     return 0;
 }
 
-static int check_params(const struct sophon_prep_params *p, char *err, size_t errlen)
+static int check_params(const struct sophon_prep_params *p, struct sophon__geometry *g, char *err,
+                        size_t errlen)
 {
-    int c;
+    int c, rc;
 
     if (sophon_prep_output_size(p) == 0) {
         sophon__seterr(err, errlen, "bad output size %ux%u (1..%u) or format %u",
@@ -300,6 +333,9 @@ static int check_params(const struct sophon_prep_params *p, char *err, size_t er
         sophon__seterr(err, errlen, "empty crop box");
         return -EINVAL;
     }
+    rc = sophon__prep_geometry(g, p, err, errlen);
+    if (rc < 0)
+        return rc;
     if (p->format == SOPHON_FORMAT_F32) {
         for (c = 0; c < 3; c++) {
             if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f) {
@@ -334,7 +370,8 @@ int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t l
     }
     if (lim == NULL)
         lim = &default_limits;
-    rc = check_params(p, err, errlen);
+    memset(&pl, 0, sizeof(pl));
+    rc = check_params(p, &pl.g, err, errlen);
     if (rc < 0)
         return rc;
     size = sophon_prep_output_size(p);
@@ -354,7 +391,6 @@ int sophon__prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t l
         return -ERANGE;
     }
 
-    memset(&pl, 0, sizeof(pl));
     if (p->format == SOPHON_FORMAT_F32)
         normalize_table(pl.norm, p);
     pl.p = p;

@@ -1,6 +1,7 @@
 /*
- * pipeline.h - sophon_prep_run with decode flags, for the tests and tools that compare the
- * progressive cut with a decode of the whole file.
+ * pipeline.h - what prep/ shares inside itself about a request: its geometry, checked once for
+ * the pipeline and the wire format, and sophon_prep_run with decode flags, for the tests and
+ * tools that compare the progressive cut with a decode of the whole file.
  */
 #ifndef SOPHON_PREP_PIPELINE_H
 #define SOPHON_PREP_PIPELINE_H
@@ -9,6 +10,21 @@
 #include <stdint.h>
 
 #include "prep.h"
+
+/* The geometry a request resolves to: the box resized to resize_w x resize_h, and the window of
+ * the output at (win_x, win_y) in it. */
+struct sophon__geometry {
+    uint32_t resize_w, resize_h, win_x, win_y;
+};
+
+/*
+ * sophon__prep_geometry - p's geometry with resize 0 x 0 made explicit (out_w x out_h, window at
+ * 0, 0), checked: the sides within SOPHON_MAX_SIDE and SOPHON_MAX_RESIZE_SIDE, the window
+ * inside the resized box, no window offset without a resize. Returns 0 or -EINVAL (with a
+ * message in err when err != NULL). The one rule the pipeline and the wire format share.
+ */
+int sophon__prep_geometry(struct sophon__geometry *out, const struct sophon_prep_params *p,
+                          char *err, size_t errlen);
 
 /*
  * sophon__prep_run - sophon_prep_run, with SOPHON__DECODE_WHOLE_FILE and/or

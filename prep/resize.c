@@ -48,16 +48,22 @@ void sophon__coeffs_free(struct sophon__coeffs *c)
 
 int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
 {
+    return sophon__coeffs_init_window(c, in, out, 0, out);
+}
+
+int sophon__coeffs_init_window(struct sophon__coeffs *c, uint32_t in, uint32_t out, uint32_t first,
+                               uint32_t n)
+{
     /* Pillow passes the box as floats (in0 = 0, in1 = in); keep the same types. */
     const float in0 = 0.0f, in1 = (float)in;
     double scale, filterscale, support, center, ww, ss;
     double *pre = NULL;
-    uint32_t xx;
+    uint32_t i, lo = UINT32_MAX, hi = 0;
     int64_t xmin, xmax, x, ksize;
     int rc = -ENOMEM;
 
     memset(c, 0, sizeof(*c));
-    if (in == 0 || out == 0 || in > (1u << 24))
+    if (in == 0 || out == 0 || in > (1u << 24) || n == 0 || first > out || n > out - first)
         return -EINVAL;
     filterscale = scale = (double)(in1 - in0) / out;
     if (filterscale < 1.0)
@@ -65,18 +71,20 @@ int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
     support = 1.0 * filterscale;
     ksize = (int64_t)ceil(support) * 2 + 1;
 
-    c->in = in;
-    c->out = out;
+    c->out = n;
     c->avx2 = sophon__have_avx2();
     c->ksize = (uint32_t)ksize;
-    c->first = calloc(out, sizeof(*c->first));
-    c->count = calloc(out, sizeof(*c->count));
-    c->k = calloc((size_t)out * (size_t)ksize, sizeof(*c->k));
+    c->first = calloc(n, sizeof(*c->first));
+    c->count = calloc(n, sizeof(*c->count));
+    c->k = calloc((size_t)n * (size_t)ksize, sizeof(*c->k));
     pre = calloc((size_t)ksize, sizeof(*pre));
     if (c->first == NULL || c->count == NULL || c->k == NULL || pre == NULL)
         goto done;
 
-    for (xx = 0; xx < out; xx++) {
+    for (i = 0; i < n; i++) {
+        /* Output xx of the whole resample, computed as Pillow's precompute_coeffs does. */
+        uint32_t xx = first + i;
+
         center = in0 + (xx + 0.5) * scale;
         ww = 0.0;
         ss = 1.0 / filterscale;
@@ -101,11 +109,22 @@ int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out)
         for (x = 0; x < xmax; x++) {
             if (ww != 0.0)
                 pre[x] /= ww;
-            c->k[(size_t)xx * (size_t)ksize + (size_t)x] = fixed_point(pre[x]);
+            c->k[(size_t)i * (size_t)ksize + (size_t)x] = fixed_point(pre[x]);
         }
-        c->first[xx] = (uint32_t)xmin;
-        c->count[xx] = (uint32_t)xmax;
+        c->first[i] = (uint32_t)xmin;
+        c->count[i] = (uint32_t)xmax;
+        if (xmax > 0) {
+            lo = (uint32_t)xmin < lo ? (uint32_t)xmin : lo;
+            hi = (uint32_t)(xmin + xmax) > hi ? (uint32_t)(xmin + xmax) : hi;
+        }
     }
+    /* The window's inputs, counted from the first of them. */
+    if (lo > hi)
+        lo = hi = 0;
+    c->offset = lo;
+    c->in = hi - lo;
+    for (i = 0; i < n; i++)
+        c->first[i] = c->count[i] > 0 ? c->first[i] - lo : 0;
     rc = 0;
 done:
     free(pre);

@@ -27,7 +27,8 @@
 #define SOPHON__KX_TAPS_MAX 64
 
 struct sophon__coeffs {
-    uint32_t in, out; /* Input and output length along this axis. */
+    uint32_t in, out; /* Inputs the weights read and outputs they make, along this axis. */
+    uint32_t offset;  /* Index of input 0 (first[] counts from it) in the whole axis. */
     uint32_t ksize;   /* Stride of k: Pillow's (int)ceil(support) * 2 + 1. */
     uint32_t *first;  /* out entries: first input index (Pillow's xmin). */
     uint32_t *count;  /* out entries: number of inputs (Pillow's xmax after "xmax -= xmin"). */
@@ -41,8 +42,18 @@ struct sophon__coeffs {
 /*
  * sophon__coeffs_init - weights for resampling in -> out samples (both >= 1) with Pillow's
  * triangle filter. Allocates; free with sophon__coeffs_free. Returns 0, -EINVAL or -ENOMEM.
+ * Then c->in = in, c->out = out and c->offset = 0.
  */
 int sophon__coeffs_init(struct sophon__coeffs *c, uint32_t in, uint32_t out);
+
+/*
+ * sophon__coeffs_init_window - the weights of outputs first .. first + n - 1 (first + n <= out)
+ * of that resample, each the same as in the whole one: c->out = n, output i of c is output
+ * first + i of the whole. Their inputs are c->in samples from input c->offset on (c->first[]
+ * counts from there), so that only those need be decoded. Returns 0, -EINVAL or -ENOMEM.
+ */
+int sophon__coeffs_init_window(struct sophon__coeffs *c, uint32_t in, uint32_t out, uint32_t first,
+                               uint32_t n);
 
 /* sophon__coeffs_free - release what sophon__coeffs_init allocated; NULL and zeroed are fine. */
 void sophon__coeffs_free(struct sophon__coeffs *c);

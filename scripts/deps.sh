@@ -9,8 +9,9 @@ packages=(
     libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev zlib1g-dev
     # the dev cluster
     ceph-mon ceph-osd ceph-mgr ceph-common procps
-    # the reference for exactness (Pillow 9.4 is what torchvision runs on)
-    python3 python3-pil python3-numpy
+    # the reference for exactness (Pillow 9.4 is what torchvision runs on), torchvision itself,
+    # and what the Python package builds against and is tested with
+    python3 python3-pil python3-numpy python3-torch python3-torchvision python3-dev
     # sample data and test corpora come from Debian packages
     dpkg ca-certificates
     # synthetic test JPEGs (cjpeg), memory checking, the format check (scripts/check-format.sh)

@@ -1,11 +1,20 @@
 /*
  * prep.h - the sophon image pipeline: one JPEG in, one training sample out.
  *
- * The pipeline is torchvision's RandomResizedCrop + RandomHorizontalFlip (+ ToTensor + Normalize)
- * on its default PIL loader, with the random parameters already drawn:
+ * The pipeline is torchvision's transforms on its default PIL loader, with the random parameters
+ * already drawn: a source box of the image, resized (Pillow BILINEAR) to resize_w x resize_h, of
+ * which the out_w x out_h window at (win_x, win_y) is the output:
  *
- *     Image.open(f).convert('RGB').crop(box).resize((out_w, out_h), BILINEAR)
+ *     Image.open(f).convert('RGB').crop(box).resize((resize_w, resize_h), BILINEAR)
+ *         .crop((win_x, win_y, win_x + out_w, win_y + out_h))
  *         [.transpose(FLIP_LEFT_RIGHT)]  [-> float32, (x / 255 - mean) / std]
+ *
+ * RandomResizedCrop(size) + RandomHorizontalFlip: the box is the drawn crop (sophon_draw_crop in
+ * the client), resized to the output, the window the whole of it (resize_w = resize_h = 0 says
+ * so). Resize(resize) + CenterCrop(size): the box is the whole image, and sophon_prep_set_val
+ * sets the rest as torchvision 0.14 computes it. Only the window's pixels are computed, and only
+ * the source rows and columns their filter taps reach are decoded: Pillow's weights for the
+ * whole resize, restricted to the window, so the bytes are those of the full resize cropped.
  *
  * In exact mode (fast = 0) the u8 output is byte-identical to Pillow 9.4 linked against the same
  * libjpeg-turbo: accurate integer IDCT, fancy upsampling, Pillow's fixed-point bilinear resample.
@@ -19,7 +28,9 @@
  *
  * Errors: every int-returning function returns 0 or a negative errno:
  *   -EINVAL      bad parameters: NULL pointers, empty box, box not inside the image,
- *                out_w or out_h 0 or > SOPHON_MAX_SIDE, unknown format, std of 0 or not finite.
+ *                out_w or out_h 0 or > SOPHON_MAX_SIDE, a resize side 0 or over
+ *                SOPHON_MAX_RESIZE_SIDE, a window outside the resized box, unknown format, std
+ *                of 0 or not finite.
  *   -EBADMSG     not a JPEG, corrupt or truncated data, any libjpeg warning.
  *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
  *                component counts other than 1, 3 and 4.
@@ -50,6 +61,10 @@ extern "C" {
 
 /* Largest accepted out_w and out_h. */
 #define SOPHON_MAX_SIDE 8192u
+/* Largest accepted resize_w and resize_h. Larger than the output's: only the window is computed
+ * (its weights and rows), so a Resize(256) of a 1:40 panorama (256 x 10240) costs no more than
+ * its 224 x 224 centre. */
+#define SOPHON_MAX_RESIZE_SIDE 65536u
 
 enum sophon_format {
     SOPHON_FORMAT_U8 = 0,  /* out_h rows of out_w RGB pixels, 3 bytes each (HWC, interleaved). */
@@ -58,22 +73,60 @@ enum sophon_format {
                             * computed in float exactly as ToTensor + Normalize do. */
 };
 
+/* What a prep request asks the class to return (wire.h); sophon_prep_run always makes pixels. */
+enum sophon_wire_stage {
+    SOPHON_WIRE_PIXELS = 1, /* the output in `format` */
+    SOPHON_WIRE_CROP = 2,   /* a baseline JPEG of the blocks the box needs (lossless crop) */
+};
+
+/* What the class does when a crop (SOPHON_WIRE_CROP) cannot be made exactly or would exceed
+ * crop_max_bytes. */
+enum sophon_wire_fallback {
+    SOPHON_FALLBACK_NONE = 0,   /* return the crop's errno */
+    SOPHON_FALLBACK_PIXELS = 1, /* return the pixels, in `format` */
+};
+
 /* What to do with one JPEG. Start from SOPHON_PREP_PARAMS_INIT. */
 struct sophon_prep_params {
-    uint32_t box_x, box_y, box_w, box_h; /* Crop box in source pixels; must lie in the image. */
-    uint32_t out_w, out_h;               /* Output size, e.g. 224x224, 1..SOPHON_MAX_SIDE. */
-    uint8_t flip;                        /* 1 = horizontal flip after resize. */
+    uint32_t box_x, box_y, box_w, box_h; /* Source box in source pixels; must lie in the image. */
+    uint32_t out_w, out_h;               /* Output (window) size, 1..SOPHON_MAX_SIDE. */
+    uint8_t flip;                        /* 1 = mirror the output horizontally. */
     uint8_t format;                      /* enum sophon_format. */
     uint8_t fast; /* 1 = fast mode: fast IDCT, simple upsampling and DCT-domain downscaling by
-                   * 1/2, 1/4 or 1/8 while the scaled box stays >= 2x the output (not exact). */
+                   * 1/2, 1/4 or 1/8 while the scaled box stays >= the resize target (not
+                   * exact). */
     float mean[3], std[3]; /* f32 normalization; ImageNet defaults in the INIT macro. */
+    /* The box resized to resize_w x resize_h (1..SOPHON_MAX_RESIZE_SIDE), of which the output is
+     * the window at (win_x, win_y), inside it. resize 0 x 0 (the default) means out_w x out_h
+     * with the window at 0, 0: RandomResizedCrop's geometry. */
+    uint32_t resize_w, resize_h;
+    uint32_t win_x, win_y;
+    /* What the class returns (wire.h); the pipeline itself ignores these. */
+    uint8_t stage;           /* enum sophon_wire_stage; SOPHON_WIRE_PIXELS by default */
+    uint8_t fallback;        /* enum sophon_wire_fallback; for SOPHON_WIRE_CROP only, else 0 */
+    uint32_t crop_max_bytes; /* for SOPHON_WIRE_CROP only (0: no limit), else 0 */
 };
 
 /* clang-format off */
 #define SOPHON_PREP_PARAMS_INIT \
     { 0, 0, 0, 0, 224, 224, 0, SOPHON_FORMAT_U8, 0, \
-      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f} }
+      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 0, 0, 0, 0, SOPHON_WIRE_PIXELS, \
+      SOPHON_FALLBACK_NONE, 0 }
 /* clang-format on */
+
+/*
+ * sophon_prep_set_val - p's geometry for torchvision 0.14's Resize(resize) + CenterCrop(size) of
+ * a width x height image (PIL path, max_size None): the box is the whole image; the shorter side
+ * is resized to `resize` and the longer to int(resize * long / short) (Python's float division,
+ * truncated); the window is size x size at left = int(round((resize_w - size) / 2.0)), top
+ * likewise (Python's round: half to even); flip 0. out_w = out_h = size. The other fields are
+ * left as they are.
+ * Returns 0, or -EINVAL: p NULL, a side 0, resize or size 0 or over their limits, a resized side
+ * over SOPHON_MAX_RESIZE_SIDE, or size larger than a resized side (where torchvision pads with
+ * black: not supported).
+ */
+int sophon_prep_set_val(struct sophon_prep_params *p, uint32_t width, uint32_t height,
+                        uint32_t resize, uint32_t size);
 
 /*
  * The largest stored object sophon prepares, and the largest output: 64 MiB each. The OSD class

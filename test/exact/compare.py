@@ -5,8 +5,10 @@
 
 For each JPEG in LIST_FILE (one path a line), draws N RandomResizedCrop boxes (scale 0.08-1,
 ratio 3/4-4/3, seeded) plus fixed edge cases (full image, 1x1 box, bottom-right corner box, a
-small box upscaled, odd output sizes), each with a random flip; runs prep_tool batch and
-pillow_ref.py batch on the same cases and compares the streams byte by byte.
+small box upscaled, odd output sizes), each with a random flip, and torchvision's validation
+transform at Resize(256) + CenterCrop(224) and one other (resize, size) pair; runs prep_tool
+batch and pillow_ref.py batch (torchvision itself for the validation cases) on the same cases
+and compares the streams byte by byte.
 Prints: images, cases, cases compared, differing cases and bytes (must be 0), and refusals.
 Exit status 1 if any byte differs or ours produced output where Pillow refused.
 
@@ -50,6 +52,16 @@ def random_resized_crop(rng, w, h):
     return (w - cw) // 2, (h - ch) // 2, cw, ch
 
 
+VAL_PAIRS = ((232, 224), (182, 160), (320, 288), (160, 160), (288, 288), (146, 128))
+
+
+def output_size(fields):
+    """The output's width and height of a case line (fields without the file name's)."""
+    if fields[1] == 'val':
+        return int(fields[3]), int(fields[3])
+    return int(fields[5]), int(fields[6])
+
+
 def cases_for(rng, path, w, h, n):
     out = []
     for _ in range(n):
@@ -63,7 +75,11 @@ def cases_for(rng, path, w, h, n):
     x, y, bw, bh = random_resized_crop(rng, w, h)
     out.append((x, y, bw, bh, rng.randint(1, 300), rng.randint(1, 300)))
     out.append((0, 0, w, h, w, max(1, h // 2)))  # one pass skipped (same width)
-    return ['%s %d %d %d %d %d %d %d' % ((path,) + c + (rng.randint(0, 1),)) for c in out]
+    lines = ['%s %d %d %d %d %d %d %d' % ((path,) + c + (rng.randint(0, 1),)) for c in out]
+    # Resize(resize) + CenterCrop(size), where the crop fits (torchvision pads otherwise).
+    for resize, size in ((256, 224), rng.choice(VAL_PAIRS)):
+        lines.append('%s val %d %d' % (path, resize, size))
+    return lines
 
 
 def cut_cases_for(rng, path, w, h, n):
@@ -151,7 +167,7 @@ def main():
     images_ok = set()
     for line in lines:
         f = line.split()
-        ow, oh = int(f[5]), int(f[6])
+        ow, oh = output_size(f)
         s1, d1 = read_record(ours.stdout, ow, oh)
         s2, d2 = read_record(ref.stdout, ow, oh)
         stats['cases'] += 1

@@ -4,14 +4,19 @@
     Image.open(f).convert('RGB').crop((x, y, x + w, y + h)).resize((W, H), Image.BILINEAR)
         [.transpose(Image.FLIP_LEFT_RIGHT)]
 
-Run with /usr/bin/python3 (Debian's Pillow 9.4, linked against the same libjpeg-turbo).
+and for lines "FILE val RESIZE SIZE", torchvision 0.14's own validation transform on that image:
+
+    transforms.Compose([transforms.Resize(RESIZE), transforms.CenterCrop(SIZE)])(img)
+
+Run with /usr/bin/python3 (Debian's Pillow 9.4, linked against the same libjpeg-turbo, and
+python3-torchvision, imported only when a val line comes).
 
     pillow_ref.py run FILE X Y W H OUT_W OUT_H FLIP > out.raw
     pillow_ref.py batch < cases > stream
 
-batch reads lines "FILE X Y W H OUT_W OUT_H FLIP" and writes, per line, a little-endian int32
-status (0, or -1 when Pillow raised) and on success the OUT_W * OUT_H * 3 RGB bytes: the same
-stream format as prep_tool batch. Consecutive lines of the same file reuse one decode.
+batch reads such lines and writes, per line, a little-endian int32 status (0, or -1 when Pillow
+raised) and on success the OUT_W * OUT_H * 3 (SIZE * SIZE * 3) RGB bytes: the same stream format
+as prep_tool batch. Consecutive lines of the same file reuse one decode.
 """
 import struct
 import sys
@@ -25,6 +30,12 @@ def reference(img, x, y, w, h, out_w, out_h, flip):
     if flip:
         out = out.transpose(Image.FLIP_LEFT_RIGHT)
     return out.tobytes()
+
+
+def val_reference(img, resize, size):
+    """torchvision's Resize + CenterCrop on the PIL image, as its validation pipelines run."""
+    from torchvision import transforms  # pylint: disable=import-outside-toplevel
+    return transforms.Compose([transforms.Resize(resize), transforms.CenterCrop(size)])(img)
 
 
 def load(path):
@@ -50,14 +61,18 @@ def main(argv):
         fields = line.split()
         if not fields:
             continue
-        path, x, y, w, h, ow, oh, flip = parse(fields)
+        path = fields[0]
         try:
             if path != cached_path:
                 cached_path, cached = path, None
                 cached = load(path)
             if cached is None:
                 raise OSError('previous load failed')
-            data = reference(cached, x, y, w, h, ow, oh, flip)
+            if fields[1] == 'val':
+                data = val_reference(cached, int(fields[2]), int(fields[3])).tobytes()
+            else:
+                _, x, y, w, h, ow, oh, flip = parse(fields)
+                data = reference(cached, x, y, w, h, ow, oh, flip)
         except Exception as e:  # Any refusal counts; the reason goes to stderr.
             sys.stderr.write('%s\t%s: %s\n' % (path, type(e).__name__, e))
             out.write(struct.pack('<i', -1))

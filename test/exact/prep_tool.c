@@ -5,10 +5,13 @@
  *       print width, height, components, colour space, subsampling, progressive, scans.
  *   prep_tool run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] > out.raw
  *       write the output bytes of one case to stdout.
+ *   prep_tool run FILE val RESIZE SIZE [FAST [F32]] > out.raw
+ *       the same for torchvision's Resize(RESIZE) + CenterCrop(SIZE) (sophon_prep_set_val).
  *   prep_tool batch [--whole-file] < cases > stream
- *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP [FAST]" (FILE without spaces). For each line
- *       the stream gets a little-endian int32 status (0 or -errno) then, on success, the
- *       OUT_W * OUT_H * 3 output bytes. The format pillow_ref.py batch writes too.
+ *       cases: lines "FILE X Y W H OUT_W OUT_H FLIP [FAST]" or "FILE val RESIZE SIZE [FAST]"
+ *       (FILE without spaces). For each line the stream gets a little-endian int32 status (0 or
+ *       -errno) then, on success, the OUT_W * OUT_H * 3 (SIZE * SIZE * 3) output bytes. The
+ *       format pillow_ref.py batch writes too.
  *       --whole-file decodes progressive files as stored instead of cut to the box, and every
  *       file with libjpeg's own Huffman decoders instead of huffman.h's (the reference both are
  *       compared with: compare.py --reference whole).
@@ -66,34 +69,68 @@ static int cmd_probe(int argc, char **argv)
     return worst;
 }
 
+/* The request of a case line: a box and an output size, or "val RESIZE SIZE" (which needs the
+ * image's size, so the JPEG is read first). Returns the number of fields it took, or -EINVAL. */
+static int parse_case(char **f, int nf, const uint8_t *jpeg, size_t len,
+                      struct sophon_prep_params *p, char *err, size_t errlen)
+{
+    uint32_t flip = 0, resize, size;
+    struct sophon_probe_info info;
+    int rc;
+
+    if (nf >= 4 && strcmp(f[1], "val") == 0) {
+        if (parse_u32(f[2], &resize) || parse_u32(f[3], &size)) {
+            snprintf(err, errlen, "bad number in case");
+            return -EINVAL;
+        }
+        rc = sophon_probe(&info, jpeg, len, err, errlen);
+        if (rc < 0)
+            return rc;
+        rc = sophon_prep_set_val(p, info.width, info.height, resize, size);
+        if (rc < 0)
+            snprintf(err, errlen, "no validation geometry for %ux%u", info.width, info.height);
+        return rc < 0 ? rc : 4;
+    }
+    if (nf < 8 || parse_u32(f[1], &p->box_x) || parse_u32(f[2], &p->box_y) ||
+        parse_u32(f[3], &p->box_w) || parse_u32(f[4], &p->box_h) || parse_u32(f[5], &p->out_w) ||
+        parse_u32(f[6], &p->out_h) || parse_u32(f[7], &flip)) {
+        snprintf(err, errlen, "bad number in case");
+        return -EINVAL;
+    }
+    p->flip = flip != 0;
+    return 8;
+}
+
 /* Runs one case; *out is malloc'ed (caller frees) when 0 is returned. */
 static int run_case(char **f, int nf, unsigned flags, uint8_t **out, size_t *out_len, char *err,
                     size_t errlen)
 {
     struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
     struct sophon_limits lim = SOPHON_LIMITS_INIT;
-    uint32_t flip = 0, fast = 0, f32 = 0;
+    uint32_t fast = 0, f32 = 0;
     uint8_t *jpeg = NULL;
     size_t len;
     uint64_t size;
-    int rc;
+    int rc, k;
 
     *out = NULL;
-    if (parse_u32(f[1], &p.box_x) || parse_u32(f[2], &p.box_y) || parse_u32(f[3], &p.box_w) ||
-        parse_u32(f[4], &p.box_h) || parse_u32(f[5], &p.out_w) || parse_u32(f[6], &p.out_h) ||
-        parse_u32(f[7], &flip) || (nf > 8 && parse_u32(f[8], &fast)) ||
-        (nf > 9 && parse_u32(f[9], &f32))) {
-        snprintf(err, errlen, "bad number in case");
-        return -EINVAL;
-    }
-    p.flip = flip != 0;
-    p.fast = fast != 0;
-    p.format = f32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
     rc = sophon_test_read_file(f[0], &jpeg, &len, 0);
     if (rc < 0) {
         snprintf(err, errlen, "cannot read %s", f[0]);
         return rc;
     }
+    k = parse_case(f, nf, jpeg, len, &p, err, errlen);
+    if (k >= 0 &&
+        ((nf > k && parse_u32(f[k], &fast)) || (nf > k + 1 && parse_u32(f[k + 1], &f32)))) {
+        snprintf(err, errlen, "bad number in case");
+        k = -EINVAL;
+    }
+    if (k < 0) {
+        free(jpeg);
+        return k;
+    }
+    p.fast = fast != 0;
+    p.format = f32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
     size = sophon_prep_output_size(&p);
     *out = malloc(size > 0 ? (size_t)size : 1);
     if (*out == NULL) {
@@ -130,8 +167,8 @@ static int cmd_batch(unsigned flags)
         for (tok = strtok_r(line, " \t\r\n", &save); tok != NULL && nf < 10;
              tok = strtok_r(NULL, " \t\r\n", &save))
             f[nf++] = tok;
-        if (nf < 8) {
-            fprintf(stderr, "line %lu: need 8 fields\n", lineno);
+        if (nf < 4) {
+            fprintf(stderr, "line %lu: need at least 4 fields\n", lineno);
             return 2;
         }
         rc = run_case(f, nf, flags, &out, &out_len, err, sizeof(err));
@@ -156,7 +193,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "probe") == 0)
         return cmd_probe(argc - 2, argv + 2);
-    if (argc >= 10 && strcmp(argv[1], "run") == 0) {
+    if ((argc >= 10 || (argc >= 6 && strcmp(argv[3], "val") == 0)) && strcmp(argv[1], "run") == 0) {
         uint8_t *out;
         size_t n;
         char err[256] = "";
@@ -175,8 +212,8 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "batch") == 0 && strcmp(argv[2], "--whole-file") == 0)
         return cmd_batch(SOPHON__DECODE_WHOLE_FILE | SOPHON__DECODE_LIBJPEG_HUFFMAN);
     fprintf(stderr,
-            "usage: %s probe FILE... | run FILE X Y W H OUT_W OUT_H FLIP [FAST [F32]] | "
-            "batch [--whole-file] < cases\n",
+            "usage: %s probe FILE... | run FILE (X Y W H OUT_W OUT_H FLIP | val RESIZE SIZE) "
+            "[FAST [F32]] | batch [--whole-file] < cases\n",
             argv[0]);
     return 2;
 }

@@ -372,11 +372,13 @@ static uint8_t ref_clip(int32_t v)
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* crop + resize (+ flip) on a full RGB image, as Pillow's ImagingResampleInner. */
+/* crop + resize (+ window) (+ flip) on a full RGB image, as Pillow's ImagingResampleInner: the
+ * whole resize, then the window cut out of it. */
 static uint8_t *ref_pipeline(const uint8_t *rgb, uint32_t iw, const struct sophon_prep_params *p)
 {
-    uint32_t bw = p->box_w, bh = p->box_h, ow = p->out_w, oh = p->out_h, x, y, c;
-    uint8_t *crop = malloc((size_t)bw * bh * 3), *tmp, *out;
+    uint32_t bw = p->box_w, bh = p->box_h, x, y, c;
+    uint32_t ow = p->resize_w ? p->resize_w : p->out_w, oh = p->resize_h ? p->resize_h : p->out_h;
+    uint8_t *crop = malloc((size_t)bw * bh * 3), *tmp, *full, *out;
     int *hb, *vb, hks, vks, i;
     int32_t *hk, *vk;
 
@@ -400,8 +402,8 @@ static uint8_t *ref_pipeline(const uint8_t *rgb, uint32_t iw, const struct sopho
                     tmp[((size_t)y * ow + x) * 3 + c] = ref_clip(s);
                 }
     }
-    out = malloc((size_t)ow * oh * 3);
-    assert_non_null(out);
+    full = malloc((size_t)ow * oh * 3);
+    assert_non_null(full);
     if (oh != bh) {
         for (y = 0; y < oh; y++)
             for (x = 0; x < ow; x++)
@@ -410,13 +412,19 @@ static uint8_t *ref_pipeline(const uint8_t *rgb, uint32_t iw, const struct sopho
 
                     for (i = 0; i < vb[2 * y + 1]; i++)
                         s += tmp[((size_t)(vb[2 * y] + i) * ow + x) * 3 + c] * vk[y * vks + i];
-                    out[((size_t)y * ow + x) * 3 + c] = ref_clip(s);
+                    full[((size_t)y * ow + x) * 3 + c] = ref_clip(s);
                 }
     } else {
-        memcpy(out, tmp, (size_t)ow * oh * 3);
+        memcpy(full, tmp, (size_t)ow * oh * 3);
     }
+    out = malloc((size_t)p->out_w * p->out_h * 3);
+    assert_non_null(out);
+    for (y = 0; y < p->out_h; y++)
+        memcpy(out + (size_t)y * p->out_w * 3, full + ((size_t)(p->win_y + y) * ow + p->win_x) * 3,
+               (size_t)p->out_w * 3);
+    ow = p->out_w;
     if (p->flip) {
-        for (y = 0; y < oh; y++)
+        for (y = 0; y < p->out_h; y++)
             for (x = 0; x < ow / 2; x++) {
                 uint8_t t[3], *a = out + ((size_t)y * ow + x) * 3,
                               *b = out + ((size_t)y * ow + ow - 1 - x) * 3;
@@ -429,6 +437,7 @@ static uint8_t *ref_pipeline(const uint8_t *rgb, uint32_t iw, const struct sopho
     if (tmp != crop)
         free(tmp);
     free(crop);
+    free(full);
     free(hb);
     free(hk);
     free(vb);
@@ -469,8 +478,9 @@ static void check_case(const struct jpeg_buf *j, const uint8_t *full,
                  err);
     want = ref_pipeline(full, j->w, p);
     if (memcmp(got, want, n) != 0)
-        fail_msg("%s box %ux%u+%u+%u -> %ux%u flip %u: bytes differ", what, p->box_w, p->box_h,
-                 p->box_x, p->box_y, p->out_w, p->out_h, p->flip);
+        fail_msg("%s box %ux%u+%u+%u -> %ux%u window %ux%u+%u+%u flip %u: bytes differ", what,
+                 p->box_w, p->box_h, p->box_x, p->box_y, p->resize_w, p->resize_h, p->out_w,
+                 p->out_h, p->win_x, p->win_y, p->flip);
     free(got);
     free(want);
 }
@@ -663,6 +673,104 @@ static void test_modes_smoothing(void **state)
             free(j.data);
         }
     }
+}
+
+/* Random resize targets with a random window in them, and the validation geometry
+ * (Resize(resize) + CenterCrop(size)) at several sizes: the window of the whole resize. */
+static void check_windows(const struct jpeg_buf *j, uint32_t s, int cases, const char *what)
+{
+    static const uint32_t val[][2] = {{256, 224}, {232, 224}, {64, 32},   {40, 40},
+                                      {33, 7},    {1, 1},     {160, 160}, {300, 288}};
+    uint8_t *full = ref_decode(j);
+    uint32_t w = j->w, h = j->h, i;
+
+    for (i = 0; i < (uint32_t)cases; i++) {
+        uint32_t bw = 1 + rnd(&s, w), bh = 1 + rnd(&s, h);
+        struct sophon_prep_params p =
+            params(rnd(&s, w - bw + 1), rnd(&s, h - bh + 1), bw, bh, 0, 0, (int)(i & 1));
+
+        p.resize_w = 1 + rnd(&s, 300);
+        p.resize_h = 1 + rnd(&s, 300);
+        p.out_w = 1 + rnd(&s, p.resize_w);
+        p.out_h = 1 + rnd(&s, p.resize_h);
+        p.win_x = rnd(&s, p.resize_w - p.out_w + 1);
+        p.win_y = rnd(&s, p.resize_h - p.out_h + 1);
+        check_case(j, full, &p, what);
+    }
+    for (i = 0; i < sizeof(val) / sizeof(val[0]); i++) {
+        struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+
+        assert_int_equal(sophon_prep_set_val(&p, w, h, val[i][0], val[i][1]), 0);
+        check_case(j, full, &p, what);
+    }
+    free(full);
+}
+
+static void test_windows(void **state)
+{
+    static const struct {
+        enum kind k;
+        uint32_t w, h;
+        int prog;
+    } images[] = {{K_420, 389, 277, 0},  {K_444, 301, 203, 1},  {K_422, 277, 389, 0},
+                  {K_GRAY, 203, 301, 1}, {K_CMYK, 311, 211, 0}, {K_411, 256, 256, 1},
+                  {K_440, 97, 333, 0},   {K_420, 333, 97, 1}};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+        struct jpeg_buf j = make_jpeg(images[i].k, images[i].w, images[i].h, images[i].prog, 85);
+        char what[64];
+
+        snprintf(what, sizeof(what), "%s %ux%u%s", kind_names[images[i].k], images[i].w,
+                 images[i].h, images[i].prog ? " prog" : "");
+        check_windows(&j, 4242u + (uint32_t)i, 20, what);
+        free(j.data);
+    }
+}
+
+/*
+ * Only the rows the window's taps reach are decoded: a baseline file whose last quarter of
+ * entropy-coded data is garbage (every code all ones, which no Huffman table assigns) still
+ * prepares the validation window, with the bytes of the intact file, where the whole resize
+ * decodes the garbage and refuses the file.
+ */
+static void test_window_decodes_its_rows(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 256, 1536, 0, 90);
+    struct sophon_prep_params val = SOPHON_PREP_PARAMS_INIT, whole;
+    uint8_t *a, *b, *bad;
+    size_t n, i;
+    char err[256];
+
+    (void)state;
+    /* 256 x 1536 at Resize(128): 128 x 768, the 64-row centre window at rows 352..415 of it,
+     * which read source rows 702..833: MCU row 52 of 96 is the last it needs. */
+    assert_int_equal(sophon_prep_set_val(&val, j.w, j.h, 128, 64), 0);
+    whole = val;
+    whole.win_x = whole.win_y = 0;
+    whole.out_w = whole.resize_w;
+    whole.out_h = whole.resize_h;
+    n = (size_t)sophon_prep_output_size(&whole);
+    a = malloc(n);
+    b = malloc(n);
+    bad = malloc(j.len);
+    assert_true(a != NULL && b != NULL && bad != NULL);
+    memcpy(bad, j.data, j.len);
+    for (i = j.len * 3 / 4; i + 2 < j.len - 2; i += 2) {
+        bad[i] = 0xff; /* a stuffed 0xFF: eight one bits */
+        bad[i + 1] = 0x00;
+    }
+    assert_int_equal(sophon_prep_run(a, n, j.data, j.len, &val, NULL, err, sizeof(err)), 0);
+    if (sophon_prep_run(b, n, bad, j.len, &val, NULL, err, sizeof(err)) != 0)
+        fail_msg("damaged tail: %s", err);
+    assert_memory_equal(a, b, (size_t)sophon_prep_output_size(&val));
+    assert_int_equal(sophon_prep_run(b, n, j.data, j.len, &whole, NULL, err, sizeof(err)), 0);
+    assert_int_equal(sophon_prep_run(b, n, bad, j.len, &whole, NULL, err, sizeof(err)), -EBADMSG);
+    free(a);
+    free(b);
+    free(bad);
+    free(j.data);
 }
 
 static void test_flip_mirrors(void **state)
@@ -1460,6 +1568,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_modes_small),
         cmocka_unit_test(test_modes_partial_decode),
         cmocka_unit_test(test_modes_smoothing),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_window_decodes_its_rows),
         cmocka_unit_test(test_flip_mirrors),
         cmocka_unit_test(test_f32_is_normalized_u8),
         cmocka_unit_test(test_errors_params),

@@ -191,6 +191,84 @@ static void test_weights_invariants(void **state)
     }
 }
 
+/*
+ * A window of a resample has the whole one's weights for its outputs, reads only the inputs they
+ * reach (counted from c.offset), and its AVX2 pass on exactly those inputs gives the scalar
+ * pass's bytes.
+ */
+static void check_window(uint32_t in, uint32_t out, uint32_t first, uint32_t n)
+{
+    struct sophon__coeffs whole, win;
+    uint8_t *src, *want, *got;
+    uint32_t i, t, lo = UINT32_MAX, hi = 0;
+
+    assert_int_equal(sophon__coeffs_init(&whole, in, out), 0);
+    assert_int_equal(whole.in, in);
+    assert_int_equal(whole.offset, 0);
+    assert_int_equal(sophon__coeffs_init_window(&win, in, out, first, n), 0);
+    assert_int_equal(win.out, n);
+    assert_int_equal(win.ksize, whole.ksize);
+    for (i = 0; i < n; i++) {
+        uint32_t xx = first + i;
+
+        assert_int_equal(win.count[i], whole.count[xx]);
+        assert_int_equal(win.offset + win.first[i], whole.first[xx]);
+        for (t = 0; t < win.count[i]; t++)
+            assert_int_equal(win.k[(size_t)i * win.ksize + t],
+                             whole.k[(size_t)xx * whole.ksize + t]);
+        lo = whole.first[xx] < lo ? whole.first[xx] : lo;
+        hi = whole.first[xx] + whole.count[xx] > hi ? whole.first[xx] + whole.count[xx] : hi;
+    }
+    /* Exactly the inputs the window's taps reach. */
+    assert_int_equal(win.offset, lo);
+    assert_int_equal(win.in, hi - lo);
+    assert_int_equal(sophon__coeffs_expand(&win), 0);
+    src = malloc((size_t)win.in * 3);
+    want = malloc((size_t)n * 3);
+    got = malloc((size_t)n * 3);
+    assert_true(src != NULL && want != NULL && got != NULL);
+    fill(src, (size_t)win.in * 3, 0);
+    sophon__resample_h_scalar(want, src, &win);
+    sophon__resample_h(got, src, &win);
+    if (memcmp(want, got, (size_t)n * 3) != 0)
+        fail_msg("window %u+%u of %u -> %u: AVX2 differs from scalar", n, first, in, out);
+    free(src);
+    free(want);
+    free(got);
+    sophon__coeffs_free(&whole);
+    sophon__coeffs_free(&win);
+}
+
+static void test_window_weights(void **state)
+{
+    int i;
+
+    (void)state;
+    /* Resize(256) + CenterCrop(224) of common shapes, and edge windows. */
+    check_window(500, 256, 16, 224);
+    check_window(375, 341, 58, 224);
+    check_window(4032, 256, 16, 224);
+    check_window(100, 300, 0, 1);
+    check_window(100, 300, 299, 1);
+    check_window(7, 7, 2, 3);
+    check_window(1, 65536, 65000, 536);
+    for (i = 0; i < 400; i++) {
+        uint32_t in = 1 + next_u32() % 5000, out = 1 + next_u32() % 3000;
+        uint32_t n = 1 + next_u32() % out, first = next_u32() % (out - n + 1);
+
+        check_window(in, out, first, n);
+    }
+    /* Windows outside the resample are refused. */
+    {
+        struct sophon__coeffs c;
+
+        assert_int_equal(sophon__coeffs_init_window(&c, 10, 20, 15, 6), -EINVAL);
+        assert_int_equal(sophon__coeffs_init_window(&c, 10, 20, 21, 1), -EINVAL);
+        assert_int_equal(sophon__coeffs_init_window(&c, 10, 20, 0, 0), -EINVAL);
+        assert_int_equal(sophon__coeffs_init_window(&c, 10, 20, 20, 0), -EINVAL);
+    }
+}
+
 /* Wider kernels than the AVX2 pass takes stay scalar, and are still right. */
 static void test_wide_kernel_is_scalar(void **state)
 {
@@ -207,10 +285,9 @@ static void test_wide_kernel_is_scalar(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_h_matches_scalar),
-        cmocka_unit_test(test_v_matches_scalar),
-        cmocka_unit_test(test_weights_invariants),
-        cmocka_unit_test(test_wide_kernel_is_scalar),
+        cmocka_unit_test(test_h_matches_scalar),   cmocka_unit_test(test_v_matches_scalar),
+        cmocka_unit_test(test_weights_invariants), cmocka_unit_test(test_wide_kernel_is_scalar),
+        cmocka_unit_test(test_window_weights),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
