@@ -96,14 +96,15 @@ static int list_objects(struct cli *c, const char *prefix, uint64_t max, struct 
 }
 
 static int start_op(struct cli *c, struct op *op, const struct object *obj, int prep,
-                    const struct sophon_prep_params *p)
+                    const struct sophon_prep_params *p, uint16_t wire)
 {
     memset(op, 0, sizeof(*op));
     op->obj = obj;
     uint8_t req[SOPHON_REQUEST_LEN];
-    int r = prep ? sophon_request_encode(req, sizeof(req), p) : 0;
+    int r = prep ? sophon_request_encode_as(req, sizeof(req), p, wire) : 0;
     if (r < 0)
         return r;
+    size_t req_len = (size_t)r;
     r = rados_aio_create_completion(NULL, NULL, NULL, &op->c);
     if (r < 0)
         return r;
@@ -113,7 +114,7 @@ static int start_op(struct cli *c, struct op *op, const struct object *obj, int 
         goto fail;
     }
     if (prep) {
-        rados_read_op_exec(op->rop, "sophon", "prep", (const char *)req, sizeof(req), &op->buf,
+        rados_read_op_exec(op->rop, "sophon", "prep", (const char *)req, req_len, &op->buf,
                            &op->len, &op->prval);
     } else {
         op->buf = malloc(obj->size > 0 ? obj->size : 1);
@@ -167,7 +168,8 @@ static void finish_op(struct op *op, int prep, struct totals *t, struct progress
 }
 
 static int run(struct cli *c, const struct object *objs, size_t n, int prep,
-               const struct cli_prep *o, uint64_t jobs, uint64_t repeat, struct totals *t)
+               const struct cli_prep *o, uint64_t jobs, uint64_t repeat, uint16_t wire,
+               struct totals *t)
 {
     struct op *ops = calloc(jobs, sizeof(*ops));
     struct progress pr;
@@ -187,7 +189,7 @@ static int run(struct cli *c, const struct object *objs, size_t n, int prep,
         }
         if (prep)
             sophon_draw_crop(&p, o->seed, k / n, k % n, obj->width, obj->height, NULL);
-        r = start_op(c, &ops[(head + inflight) % jobs], obj, prep, &p);
+        r = start_op(c, &ops[(head + inflight) % jobs], obj, prep, &p, wire);
         if (r < 0) {
             /* The operations in flight still write into their buffers: wait for them. */
             cli_error(c, "cannot start an operation on %s: %s", obj->name, strerror(-r));
@@ -313,8 +315,14 @@ int cmd_bench(int argc, char **argv)
         goto done;
     }
     struct totals read_t, prep_t;
-    if (run(c, objs, n, 0, o, a.jobs, a.repeat, &read_t) < 0 ||
-        run(c, objs, n, 1, o, a.jobs, a.repeat, &prep_t) < 0)
+    uint16_t wire;
+    r = sophon__class_wire(&wire, c->io, objs[0].name);
+    if (r < 0) {
+        cli_class_error(c, "sophon.version", objs[0].name, r);
+        goto done;
+    }
+    if (run(c, objs, n, 0, o, a.jobs, a.repeat, wire, &read_t) < 0 ||
+        run(c, objs, n, 1, o, a.jobs, a.repeat, wire, &prep_t) < 0)
         goto done;
     printf("%zu objects, %llu in flight, output %ux%u %s%s\n", n, (unsigned long long)a.jobs,
            o->p.out_w, o->p.out_h, sophon_format_name(o->p.format), o->p.fast ? " fast" : "");

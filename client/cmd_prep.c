@@ -247,7 +247,10 @@ int cmd_exec(int argc, char **argv)
     }
     char *resp;
     size_t resp_len;
-    r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &o.p);
+    uint16_t wire;
+    r = sophon__class_wire(&wire, c.io, oid);
+    if (r == 0)
+        r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &o.p, wire);
     if (r < 0) {
         exec_error(&c, oid, r);
         goto done;

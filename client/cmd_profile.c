@@ -236,6 +236,7 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
 {
     double osd = 0, local = 0, model = 0;
     size_t done = 0, step = n / (sample ? sample : 1);
+    uint16_t wire = 0;
     if (step == 0)
         step = 1;
     for (size_t i = 0; i < n && done < sample; i += step) {
@@ -249,7 +250,10 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         size_t resp_len;
         struct sophon_response h;
         const uint8_t *payload;
-        int r = sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p);
+        /* The class's wire version, asked once. */
+        int r = wire != 0 ? 0 : sophon__class_wire(&wire, c->io, it->name);
+        if (r == 0)
+            r = sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p, wire);
         if (r < 0) {
             fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n",
                     it->name, strerror(-r));

@@ -13,7 +13,8 @@
 static const char usage[] =
     "Usage: sophon version [-p POOL OBJ]\n"
     "Prints the client's version and wire format; given an object, also those of the sophon\n"
-    "class in the OSD holding it, and fails if they do not match.\n\n" CLI_COMMON_HELP;
+    "class in the OSD holding it, and what an older class's format means for this "
+    "client.\n\n" CLI_COMMON_HELP;
 
 int cmd_version(int argc, char **argv)
 {
@@ -45,12 +46,11 @@ int cmd_version(int argc, char **argv)
     printf("class:  sophon %s, wire format %u (OSD holding %s in pool %s)\n",
            sophon_version_format(vbuf, sizeof(vbuf), v.class_version), (unsigned)v.wire_version,
            oid, c.pool);
-    if (v.wire_version != sophon_wire_version()) {
-        cli_error(&c,
-                  "wire format mismatch: the class speaks %u, this client %u; deploy the "
-                  "same sophon version on the OSDs and the clients",
-                  (unsigned)v.wire_version, (unsigned)sophon_wire_version());
-        return 1;
-    }
+    if (v.wire_version < sophon_wire_version())
+        printf(
+            "note: the class speaks an older wire format: requests it can carry (RandomResizedCrop "
+            "at any size) go to it, the others (the validation transform) are prepared on the "
+            "client from the stored object; deploy this sophon version on the OSDs for all of "
+            "them\n");
     return 0;
 }

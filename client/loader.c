@@ -100,6 +100,7 @@ struct sophon_loader {
     struct slot *work_head, *work_tail, *retry;
     struct sophon_batch out;
     int class_ok, class_warned;
+    uint16_t wire; /* the class's wire version, asked once at open (sophon__class_wire) */
     struct sophon_loader_stats st;
     double t0;
     /* Online profiling: model seconds (reference core) against measured CPU seconds, over every
@@ -195,9 +196,10 @@ static void issue(struct sophon_loader *l, struct slot *s)
         uint8_t req[SOPHON_REQUEST_LEN];
         struct sophon_prep_params p = s->p;
         p.format = s->stage == SOPHON_STAGE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
-        r = sophon_request_encode(req, sizeof(req), &p);
+        r = sophon_request_encode_as(req, sizeof(req), &p, l->wire);
         if (r < 0)
             goto failed;
+        size_t req_len = (size_t)r;
         s->rop = rados_create_read_op();
         if (s->rop == NULL) {
             r = -ENOMEM;
@@ -207,7 +209,7 @@ static void issue(struct sophon_loader *l, struct slot *s)
         s->resp_len = 0;
         s->prval = 0;
         /* librados copies the request; the reply is allocated by it (rados_buffer_free). */
-        rados_read_op_exec(s->rop, "sophon", "prep", (const char *)req, sizeof(req), &s->resp,
+        rados_read_op_exec(s->rop, "sophon", "prep", (const char *)req, req_len, &s->resp,
                            &s->resp_len, &s->prval);
         r = rados_aio_read_op_operate(s->rop, l->io, s->c, rec->name, 0);
     }
@@ -589,6 +591,22 @@ static int start_threads(struct sophon_loader *l)
     return 0;
 }
 
+/*
+ * The wire version the class speaks, asked once of the OSD holding the first object (a cluster
+ * runs one class version but while it is upgraded). If the class cannot be asked (no class, a
+ * key without class caps), the first prep call finds that out again and says so; until then
+ * the latest is assumed.
+ */
+static void ask_wire(struct sophon_loader *l)
+{
+    uint16_t w;
+
+    l->wire = SOPHON_WIRE_LATEST;
+    if (sophon_records_count(l->ds.records) > 0 &&
+        sophon__class_wire(&w, l->io, record(l, 0)->name) == 0)
+        l->wire = w;
+}
+
 static int alloc_ring(struct sophon_loader *l)
 {
     size_t b = l->o.batch_size;
@@ -674,6 +692,7 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     }
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = 1.0;
+    ask_wire(l);
     r = alloc_ring(l);
     if (r == 0)
         r = start_threads(l);

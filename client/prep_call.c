@@ -19,8 +19,32 @@ int sophon__remote_probe(struct sophon_probe_reply *out, rados_ioctx_t io, const
     return sophon_probe_decode(out, (const uint8_t *)buf, (size_t)n) < 0 ? -EPROTO : 0;
 }
 
+int sophon__class_version(struct sophon_version_info *out, rados_ioctx_t io, const char *oid)
+{
+    /* Larger than today's reply so that a newer class with a longer one still fits. */
+    char buf[256];
+
+    if (out == NULL || io == NULL || oid == NULL)
+        return -EINVAL;
+    int n = rados_exec(io, oid, "sophon", "version", NULL, 0, buf, sizeof(buf));
+    if (n < 0)
+        return n;
+    return sophon_version_decode(out, (const uint8_t *)buf, (size_t)n) < 0 ? -EPROTO : 0;
+}
+
+int sophon__class_wire(uint16_t *out, rados_ioctx_t io, const char *oid)
+{
+    struct sophon_version_info v;
+    int r = sophon__class_version(&v, io, oid);
+
+    if (r < 0)
+        return r;
+    *out = v.wire_version < SOPHON_WIRE_LATEST ? v.wire_version : SOPHON_WIRE_LATEST;
+    return 0;
+}
+
 int sophon__remote_prep(char **resp, size_t *resp_len, rados_ioctx_t io, const char *oid,
-                        const struct sophon_prep_params *p)
+                        const struct sophon_prep_params *p, uint16_t version)
 {
     uint8_t req[SOPHON_REQUEST_LEN];
     struct sophon_response h;
@@ -29,15 +53,15 @@ int sophon__remote_prep(char **resp, size_t *resp_len, rados_ioctx_t io, const c
     size_t out_len = 0;
     int prval = 0;
 
-    int r = sophon_request_encode(req, sizeof(req), p);
+    int r = sophon_request_encode_as(req, sizeof(req), p, version);
     if (r < 0)
         return r;
+    size_t req_len = (size_t)r;
     /* rados_read_op_exec lets librados size the reply; rados_exec would need a guess. */
     rados_read_op_t op = rados_create_read_op();
     if (op == NULL)
         return -ENOMEM;
-    rados_read_op_exec(op, "sophon", "prep", (const char *)req, sizeof(req), &out, &out_len,
-                       &prval);
+    rados_read_op_exec(op, "sophon", "prep", (const char *)req, req_len, &out, &out_len, &prval);
     r = rados_read_op_operate(op, io, oid, 0);
     rados_release_read_op(op);
     if (r == 0 && prval < 0)
@@ -69,7 +93,7 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
         sophon__seterr(err, errlen, "no memory for a %llu-byte response", (unsigned long long)size);
         return -ENOMEM;
     }
-    int r = sophon_prep_respond(buf, size, jpeg, len, p, NULL, err, errlen);
+    int r = sophon_prep_respond(buf, size, jpeg, len, p, NULL, SOPHON_WIRE_LATEST, err, errlen);
     if (r < 0) {
         free(buf);
         return r;

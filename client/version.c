@@ -5,6 +5,7 @@
 
 #include <errno.h>
 
+#include "prep_call.h"
 #include "sophon_config.h"
 #include "wire.h"
 
@@ -20,17 +21,13 @@ uint16_t sophon_wire_version(void)
 
 int sophon_class_version_get(struct sophon_class_version *out, rados_ioctx_t io, const char *oid)
 {
-    /* Larger than today's reply so that a newer class with a longer one still fits. */
-    char buf[256];
     struct sophon_version_info info;
 
-    if (out == NULL || io == NULL || oid == NULL)
+    if (out == NULL)
         return -EINVAL;
-    int n = rados_exec(io, oid, "sophon", "version", NULL, 0, buf, sizeof(buf));
-    if (n < 0)
-        return n;
-    if (sophon_version_decode(&info, (const uint8_t *)buf, (size_t)n) < 0)
-        return -EPROTO;
+    int r = sophon__class_version(&info, io, oid);
+    if (r < 0)
+        return r;
     out->class_version = info.class_version;
     out->wire_version = info.wire_version;
     return 0;

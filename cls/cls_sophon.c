@@ -29,6 +29,8 @@
  */
 static const struct sophon_limits osd_limits = SOPHON_LIMITS_INIT;
 _Static_assert(SOPHON_MAX_OBJECT_BYTES < INT_MAX, "cls_read takes the length as an int");
+_Static_assert(SOPHON_WIRE_VERSION == SOPHON_WIRE_LATEST,
+               "the class speaks the wire format its prep/ implements (CMakeLists.txt)");
 
 /* Level 0 reaches the OSD log by default: load messages and real errors only. */
 #define SOPHON_LOG(level, fmt, ...)                                                                \
@@ -111,22 +113,28 @@ static int probe(cls_method_context_t ctx, char *in, int in_len, char **out, int
 
 /*
  * prep - a read method that runs a prep request (wire.h) on the stored JPEG and returns the
- * response: a header with the geometry, format and CPU time, then the pixels.
+ * response, in the request's own layout (a client of an older wire version gets the answer it
+ * knows): a header with the geometry, format and CPU time, then the pixels.
  */
 static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int *out_len)
 {
     struct sophon_prep_params p;
+    uint16_t version;
     char err[160] = "";
     char *data = NULL, *resp;
     int len, r;
 
-    r = sophon_request_decode(&p, (const uint8_t *)in, in_len > 0 ? (size_t)in_len : 0);
+    r = sophon_request_decode(&p, &version, (const uint8_t *)in, in_len > 0 ? (size_t)in_len : 0);
     if (r < 0) {
         SOPHON_LOG(0, "prep: malformed request of %d bytes: %d", in_len, r);
         return r;
     }
-    uint64_t size = sophon_response_size(&p);
-    if (size - SOPHON_RESPONSE_HDR_LEN > osd_limits.max_output_bytes) {
+    if (p.stage == SOPHON_WIRE_CROP) {
+        SOPHON_LOG(0, "prep: the crop stage is not supported by this build: %d", -EINVAL);
+        return -EINVAL;
+    }
+    uint64_t size = sophon_response_size_as(&p, version);
+    if (size - sophon_response_header_len(version) > osd_limits.max_output_bytes) {
         SOPHON_LOG(0, "prep: output of %llu bytes over the limit: %d", (unsigned long long)size,
                    -EFBIG);
         return -EFBIG;
@@ -141,15 +149,16 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         return -ENOMEM;
     }
     r = sophon_prep_respond((uint8_t *)resp, size, (const uint8_t *)data, (size_t)len, &p,
-                            &osd_limits, err, sizeof(err));
+                            &osd_limits, version, err, sizeof(err));
     cls_free(data);
     if (r < 0) {
         cls_free(resp);
         SOPHON_LOG(0, "prep: %s: %d", err, r);
         return r;
     }
-    SOPHON_LOG(10, "prep: box %u,%u,%u,%u -> %ux%u %s%s, %d -> %llu bytes", p.box_x, p.box_y,
-               p.box_w, p.box_h, p.out_w, p.out_h, sophon_format_name(p.format),
+    SOPHON_LOG(10, "prep: v%u box %u,%u,%u,%u -> %ux%u window %ux%u+%u+%u %s%s, %d -> %llu bytes",
+               (unsigned)version, p.box_x, p.box_y, p.box_w, p.box_h, p.resize_w, p.resize_h,
+               p.out_w, p.out_h, p.win_x, p.win_y, sophon_format_name(p.format),
                p.flip ? " flipped" : "", len, (unsigned long long)size);
     *out = resp;
     *out_len = (int)size;

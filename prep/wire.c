@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pipeline.h"
+
+/* The layout of the messages that never changed: the version and probe replies. */
 #define LAYOUT_VERSION 1
 
 void sophon__put_le16(uint8_t *p, uint16_t v)
@@ -62,31 +65,29 @@ static float get_f32(const uint8_t *p)
     return f;
 }
 
-static void put_header(uint8_t *out, uint32_t magic, uint16_t hdr_len)
+static void put_header(uint8_t *out, uint32_t magic, uint16_t version, uint16_t hdr_len)
 {
     sophon__put_le32(out, magic);
-    sophon__put_le16(out + 4, LAYOUT_VERSION);
+    sophon__put_le16(out + 4, version);
     sophon__put_le16(out + 6, hdr_len);
 }
 
 /*
- * Checks the common header. A later layout version may only append fields (and raise the
- * header length) when strict is 0: replies are read by what the reader knows. Requests are
- * strict: an OSD must not run a request whose meaning it does not fully know, and refuses it as
- * malformed (clients learn the class's wire version from the `version` method beforehand).
+ * Checks the common header. Replies (strict 0) are read by what the reader knows: a later
+ * layout version may only append fields and raise the header length. Requests (strict 1) must
+ * be of a layout this build knows, with exactly its length: an OSD must not run a request whose
+ * meaning it does not fully know, and refuses it as malformed (clients learn the class's wire
+ * version from the `version` method beforehand). *version gets the layout version.
  */
 static int check_header(const uint8_t *buf, size_t len, uint32_t magic, uint16_t min_len,
-                        int strict, uint16_t *hdr_len)
+                        int strict, uint16_t *version, uint16_t *hdr_len)
 {
-    if (buf == NULL || len < min_len || sophon__get_le32(buf) != magic)
+    if (buf == NULL || len < 8 || sophon__get_le32(buf) != magic)
         return -EINVAL;
-    uint16_t version = sophon__get_le16(buf + 4);
-    if (version == 0)
-        return -EINVAL;
-    if (strict && version != LAYOUT_VERSION)
-        return -EINVAL;
+    *version = sophon__get_le16(buf + 4);
     *hdr_len = sophon__get_le16(buf + 6);
-    if (*hdr_len < min_len || *hdr_len > len || (strict && *hdr_len != min_len))
+    if (*version == 0 || len < min_len || *hdr_len < min_len || *hdr_len > len ||
+        (strict && *hdr_len != min_len))
         return -EINVAL;
     return 0;
 }
@@ -98,7 +99,7 @@ int sophon_version_encode(uint8_t *out, size_t cap, const struct sophon_version_
 {
     if (cap < SOPHON_VERSION_MSG_LEN)
         return -ERANGE;
-    put_header(out, SOPHON_VERSION_MAGIC, SOPHON_VERSION_MSG_LEN);
+    put_header(out, SOPHON_VERSION_MAGIC, LAYOUT_VERSION, SOPHON_VERSION_MSG_LEN);
     sophon__put_le32(out + 8, info->class_version);
     sophon__put_le16(out + 12, info->wire_version);
     sophon__put_le16(out + 14, 0);
@@ -107,8 +108,9 @@ int sophon_version_encode(uint8_t *out, size_t cap, const struct sophon_version_
 
 int sophon_version_decode(struct sophon_version_info *out, const uint8_t *buf, size_t len)
 {
-    uint16_t hdr_len;
-    int r = check_header(buf, len, SOPHON_VERSION_MAGIC, SOPHON_VERSION_MSG_LEN, 0, &hdr_len);
+    uint16_t version, hdr_len;
+    int r =
+        check_header(buf, len, SOPHON_VERSION_MAGIC, SOPHON_VERSION_MSG_LEN, 0, &version, &hdr_len);
     if (r < 0)
         return r;
     out->class_version = sophon__get_le32(buf + 8);
@@ -123,86 +125,182 @@ const char *sophon_version_format(char *buf, size_t len, uint32_t packed)
     return buf;
 }
 
-/*
- * Request (60 bytes): header, 8 u32 box x, y, w, h, 24 u32 out w, h, 32 u8 format, 33 u8 flags
- * (1 flip, 2 fast), 34 u16 reserved, 36 f32 mean[3], 48 f32 std[3].
- */
+/* Request and response flags (wire.h has the layouts). */
 #define REQ_FLIP 0x1
 #define REQ_FAST 0x2
 
+/* What every layout of a request requires of its parameters. */
 static int params_valid(const struct sophon_prep_params *p)
 {
     if (p->box_w == 0 || p->box_h == 0 || (uint64_t)p->box_x + p->box_w > UINT32_MAX ||
         (uint64_t)p->box_y + p->box_h > UINT32_MAX)
         return 0;
-    if (p->out_w == 0 || p->out_h == 0 || p->out_w > SOPHON_MAX_SIDE || p->out_h > SOPHON_MAX_SIDE)
+    if (sophon__prep_geometry(NULL, p, NULL, 0) < 0)
         return 0;
     if (p->format != SOPHON_FORMAT_U8 && p->format != SOPHON_FORMAT_F32)
         return 0;
     if (p->flip > 1 || p->fast > 1)
         return 0;
+    switch (p->stage) {
+    case SOPHON_WIRE_PIXELS:
+        if (p->fallback != SOPHON_FALLBACK_NONE || p->crop_max_bytes != 0)
+            return 0;
+        break;
+    case SOPHON_WIRE_CROP:
+        if (p->fallback != SOPHON_FALLBACK_NONE && p->fallback != SOPHON_FALLBACK_PIXELS)
+            return 0;
+        break;
+    default:
+        return 0;
+    }
     for (int c = 0; c < 3; c++)
         if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
             return 0;
     return 1;
 }
 
-int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_params *p)
+int sophon_request_fits(const struct sophon_prep_params *p, uint16_t version)
 {
-    if (cap < SOPHON_REQUEST_LEN)
-        return -ERANGE;
-    if (!params_valid(p))
+    struct sophon__geometry g;
+
+    switch (version) {
+    case SOPHON_WIRE_V1:
+        /* The box resized to the output, pixels: RandomResizedCrop at any size. */
+        return sophon__prep_geometry(&g, p, NULL, 0) == 0 && g.resize_w == p->out_w &&
+               g.resize_h == p->out_h && g.win_x == 0 && g.win_y == 0 &&
+               p->stage == SOPHON_WIRE_PIXELS;
+    case SOPHON_WIRE_V2:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static uint8_t flags_of(const struct sophon_prep_params *p)
+{
+    return (uint8_t)((p->flip ? REQ_FLIP : 0) | (p->fast ? REQ_FAST : 0));
+}
+
+static void put_norm(uint8_t *out, const struct sophon_prep_params *p)
+{
+    for (int c = 0; c < 3; c++) {
+        put_f32(out + 4 * c, p->mean[c]);
+        put_f32(out + 12 + 4 * c, p->std[c]);
+    }
+}
+
+static void get_norm(struct sophon_prep_params *p, const uint8_t *buf)
+{
+    for (int c = 0; c < 3; c++) {
+        p->mean[c] = get_f32(buf + 4 * c);
+        p->std[c] = get_f32(buf + 12 + 4 * c);
+    }
+}
+
+int sophon_request_encode_as(uint8_t *out, size_t cap, const struct sophon_prep_params *p,
+                             uint16_t version)
+{
+    struct sophon__geometry g;
+    size_t len = version == SOPHON_WIRE_V1   ? SOPHON_REQUEST_LEN_V1
+                 : version == SOPHON_WIRE_V2 ? SOPHON_REQUEST_LEN_V2
+                                             : 0;
+
+    if (len == 0 || !params_valid(p) || !sophon_request_fits(p, version))
         return -EINVAL;
-    put_header(out, SOPHON_REQUEST_MAGIC, SOPHON_REQUEST_LEN);
+    if (cap < len)
+        return -ERANGE;
+    sophon__prep_geometry(&g, p, NULL, 0);
+    memset(out, 0, len);
+    put_header(out, SOPHON_REQUEST_MAGIC, version, (uint16_t)len);
     sophon__put_le32(out + 8, p->box_x);
     sophon__put_le32(out + 12, p->box_y);
     sophon__put_le32(out + 16, p->box_w);
     sophon__put_le32(out + 20, p->box_h);
-    sophon__put_le32(out + 24, p->out_w);
-    sophon__put_le32(out + 28, p->out_h);
-    out[32] = p->format;
-    out[33] = (uint8_t)((p->flip ? REQ_FLIP : 0) | (p->fast ? REQ_FAST : 0));
-    sophon__put_le16(out + 34, 0);
-    for (int c = 0; c < 3; c++) {
-        put_f32(out + 36 + 4 * c, p->mean[c]);
-        put_f32(out + 48 + 4 * c, p->std[c]);
+    if (version == SOPHON_WIRE_V1) {
+        sophon__put_le32(out + 24, p->out_w);
+        sophon__put_le32(out + 28, p->out_h);
+        out[32] = p->format;
+        out[33] = flags_of(p);
+        put_norm(out + 36, p);
+        return (int)len;
     }
-    return SOPHON_REQUEST_LEN;
+    sophon__put_le32(out + 24, g.resize_w);
+    sophon__put_le32(out + 28, g.resize_h);
+    sophon__put_le32(out + 32, g.win_x);
+    sophon__put_le32(out + 36, g.win_y);
+    sophon__put_le32(out + 40, p->out_w);
+    sophon__put_le32(out + 44, p->out_h);
+    out[48] = p->format;
+    out[49] = flags_of(p);
+    out[50] = p->stage;
+    out[51] = p->fallback;
+    sophon__put_le32(out + 52, p->crop_max_bytes);
+    put_norm(out + 56, p);
+    return (int)len;
 }
 
-int sophon_request_decode(struct sophon_prep_params *out, const uint8_t *buf, size_t len)
+int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_params *p)
 {
-    struct sophon_prep_params p;
-    uint16_t hdr_len;
-    int r = check_header(buf, len, SOPHON_REQUEST_MAGIC, SOPHON_REQUEST_LEN, 1, &hdr_len);
-    if (r < 0)
-        return r;
-    if (len != hdr_len || (buf[33] & ~(REQ_FLIP | REQ_FAST)) != 0 || sophon__get_le16(buf + 34))
+    return sophon_request_encode_as(out, cap, p, SOPHON_WIRE_LATEST);
+}
+
+int sophon_request_decode(struct sophon_prep_params *out, uint16_t *version, const uint8_t *buf,
+                          size_t len)
+{
+    static const struct sophon_prep_params defaults = SOPHON_PREP_PARAMS_INIT;
+    struct sophon_prep_params p = defaults;
+    uint16_t v, hdr_len;
+    int r;
+
+    if (buf == NULL || len < 8)
+        return -EINVAL;
+    v = sophon__get_le16(buf + 4);
+    r = check_header(buf, len, SOPHON_REQUEST_MAGIC,
+                     v == SOPHON_WIRE_V1 ? SOPHON_REQUEST_LEN_V1 : SOPHON_REQUEST_LEN_V2, 1, &v,
+                     &hdr_len);
+    if (r < 0 || (v != SOPHON_WIRE_V1 && v != SOPHON_WIRE_V2) || len != hdr_len)
         return -EINVAL;
     p.box_x = sophon__get_le32(buf + 8);
     p.box_y = sophon__get_le32(buf + 12);
     p.box_w = sophon__get_le32(buf + 16);
     p.box_h = sophon__get_le32(buf + 20);
-    p.out_w = sophon__get_le32(buf + 24);
-    p.out_h = sophon__get_le32(buf + 28);
-    p.format = buf[32];
-    p.flip = (buf[33] & REQ_FLIP) != 0;
-    p.fast = (buf[33] & REQ_FAST) != 0;
-    for (int c = 0; c < 3; c++) {
-        p.mean[c] = get_f32(buf + 36 + 4 * c);
-        p.std[c] = get_f32(buf + 48 + 4 * c);
+    if (v == SOPHON_WIRE_V1) {
+        if ((buf[33] & ~(REQ_FLIP | REQ_FAST)) != 0 || sophon__get_le16(buf + 34))
+            return -EINVAL;
+        p.out_w = sophon__get_le32(buf + 24);
+        p.out_h = sophon__get_le32(buf + 28);
+        p.format = buf[32];
+        p.flip = (buf[33] & REQ_FLIP) != 0;
+        p.fast = (buf[33] & REQ_FAST) != 0;
+        get_norm(&p, buf + 36);
+    } else {
+        if ((buf[49] & ~(REQ_FLIP | REQ_FAST)) != 0)
+            return -EINVAL;
+        p.resize_w = sophon__get_le32(buf + 24);
+        p.resize_h = sophon__get_le32(buf + 28);
+        p.win_x = sophon__get_le32(buf + 32);
+        p.win_y = sophon__get_le32(buf + 36);
+        p.out_w = sophon__get_le32(buf + 40);
+        p.out_h = sophon__get_le32(buf + 44);
+        p.format = buf[48];
+        p.flip = (buf[49] & REQ_FLIP) != 0;
+        p.fast = (buf[49] & REQ_FAST) != 0;
+        p.stage = buf[50];
+        p.fallback = buf[51];
+        p.crop_max_bytes = sophon__get_le32(buf + 52);
+        get_norm(&p, buf + 56);
+        /* 0 x 0 is the request-side shorthand; on the wire the target is explicit. */
+        if (p.resize_w == 0 || p.resize_h == 0)
+            return -EINVAL;
     }
     if (!params_valid(&p))
         return -EINVAL;
     *out = p;
+    if (version != NULL)
+        *version = v;
     return 0;
 }
 
-/*
- * Response header (48 bytes): header, 8 u8 format, 9 u8 flags (1 flip, 2 fast), 10 u8
- * channels, 11 u8 reserved, 12 u32 width, 16 u32 height, 20 u32 reserved, 24 u64 cpu ns,
- * 32 u64 source bytes, 40 u64 payload length; then the payload.
- */
 uint64_t sophon_response_payload_size(const struct sophon_response *r)
 {
     uint64_t sample;
@@ -216,58 +314,133 @@ uint64_t sophon_response_payload_size(const struct sophon_response *r)
     default:
         return 0;
     }
-    if (r->channels != 3 || r->width == 0 || r->height == 0 || r->width > SOPHON_MAX_SIDE ||
-        r->height > SOPHON_MAX_SIDE)
+    if (r->stage != SOPHON_WIRE_PIXELS || r->channels != 3 || r->width == 0 || r->height == 0 ||
+        r->width > SOPHON_MAX_SIDE || r->height > SOPHON_MAX_SIDE)
         return 0;
     return (uint64_t)r->width * r->height * r->channels * sample;
 }
 
-uint64_t sophon_response_size(const struct sophon_prep_params *p)
+size_t sophon_response_header_len(uint16_t version)
+{
+    switch (version) {
+    case SOPHON_WIRE_V1:
+        return SOPHON_RESPONSE_HDR_LEN_V1;
+    case SOPHON_WIRE_V2:
+        return SOPHON_RESPONSE_HDR_LEN_V2;
+    default:
+        return 0;
+    }
+}
+
+uint64_t sophon_response_size_as(const struct sophon_prep_params *p, uint16_t version)
 {
     uint64_t n = sophon_prep_output_size(p);
-    return n == 0 ? 0 : SOPHON_RESPONSE_HDR_LEN + n;
+    size_t hdr = sophon_response_header_len(version);
+    return n == 0 || hdr == 0 ? 0 : hdr + n;
+}
+
+uint64_t sophon_response_size(const struct sophon_prep_params *p)
+{
+    return sophon_response_size_as(p, SOPHON_WIRE_LATEST);
+}
+
+/* What every layout requires of a response: a pixel payload as long as its geometry says, or a
+ * crop JPEG of a plausible size. */
+static int response_valid(const struct sophon_response *r)
+{
+    if (r->flip > 1 || r->fast > 1 || r->payload_len == 0)
+        return 0;
+    if (r->stage == SOPHON_WIRE_PIXELS)
+        return sophon_response_payload_size(r) == r->payload_len && r->origin_x == 0 &&
+               r->origin_y == 0;
+    return r->stage == SOPHON_WIRE_CROP && r->format == 0 && r->channels == 3 && r->width > 0 &&
+           r->height > 0 && r->width <= 65535 && r->height <= 65535;
 }
 
 int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r)
 {
-    if (cap < SOPHON_RESPONSE_HDR_LEN)
-        return -ERANGE;
-    if (r->flip > 1 || r->fast > 1 || sophon_response_payload_size(r) != r->payload_len ||
-        r->payload_len == 0)
+    size_t len = sophon_response_header_len(r->version);
+
+    if (len == 0 || !response_valid(r) ||
+        (r->version == SOPHON_WIRE_V1 && r->stage != SOPHON_WIRE_PIXELS))
         return -EINVAL;
-    put_header(out, SOPHON_RESPONSE_MAGIC, SOPHON_RESPONSE_HDR_LEN);
-    out[8] = r->format;
-    out[9] = (uint8_t)((r->flip ? REQ_FLIP : 0) | (r->fast ? REQ_FAST : 0));
-    out[10] = r->channels;
-    out[11] = 0;
-    sophon__put_le32(out + 12, r->width);
-    sophon__put_le32(out + 16, r->height);
-    sophon__put_le32(out + 20, 0);
-    sophon__put_le64(out + 24, r->cpu_ns);
-    sophon__put_le64(out + 32, r->source_bytes);
-    sophon__put_le64(out + 40, r->payload_len);
-    return SOPHON_RESPONSE_HDR_LEN;
+    if (cap < len)
+        return -ERANGE;
+    memset(out, 0, len);
+    put_header(out, SOPHON_RESPONSE_MAGIC, r->version, (uint16_t)len);
+    if (r->version == SOPHON_WIRE_V1) {
+        out[8] = r->format;
+        out[9] = (uint8_t)((r->flip ? REQ_FLIP : 0) | (r->fast ? REQ_FAST : 0));
+        out[10] = r->channels;
+        sophon__put_le32(out + 12, r->width);
+        sophon__put_le32(out + 16, r->height);
+        sophon__put_le64(out + 24, r->cpu_ns);
+        sophon__put_le64(out + 32, r->source_bytes);
+        sophon__put_le64(out + 40, r->payload_len);
+        return (int)len;
+    }
+    out[8] = r->stage;
+    out[9] = r->format;
+    out[10] = r->flip;
+    out[11] = r->fast;
+    out[12] = r->channels;
+    sophon__put_le32(out + 16, r->width);
+    sophon__put_le32(out + 20, r->height);
+    sophon__put_le32(out + 24, r->origin_x);
+    sophon__put_le32(out + 28, r->origin_y);
+    sophon__put_le64(out + 32, r->cpu_ns);
+    sophon__put_le64(out + 40, r->source_bytes);
+    sophon__put_le64(out + 48, r->payload_len);
+    return (int)len;
 }
 
 int sophon_response_decode(struct sophon_response *out, const uint8_t **payload, const uint8_t *buf,
                            size_t len)
 {
-    struct sophon_response r;
-    uint16_t hdr_len;
-    int rc = check_header(buf, len, SOPHON_RESPONSE_MAGIC, SOPHON_RESPONSE_HDR_LEN, 0, &hdr_len);
+    struct sophon_response r = {0};
+    uint16_t version, hdr_len;
+    int rc;
+
+    if (buf == NULL || len < 8)
+        return -EINVAL;
+    version = sophon__get_le16(buf + 4);
+    rc = check_header(buf, len, SOPHON_RESPONSE_MAGIC,
+                      version == SOPHON_WIRE_V1 ? SOPHON_RESPONSE_HDR_LEN_V1
+                                                : SOPHON_RESPONSE_HDR_LEN_V2,
+                      0, &version, &hdr_len);
     if (rc < 0)
         return rc;
-    r.format = buf[8];
-    r.flip = (buf[9] & REQ_FLIP) != 0;
-    r.fast = (buf[9] & REQ_FAST) != 0;
-    r.channels = buf[10];
-    r.width = sophon__get_le32(buf + 12);
-    r.height = sophon__get_le32(buf + 16);
-    r.cpu_ns = sophon__get_le64(buf + 24);
-    r.source_bytes = sophon__get_le64(buf + 32);
-    r.payload_len = sophon__get_le64(buf + 40);
-    if (r.payload_len == 0 || r.payload_len != sophon_response_payload_size(&r) ||
-        r.payload_len != len - hdr_len)
+    if (version == SOPHON_WIRE_V1) {
+        r.version = SOPHON_WIRE_V1;
+        r.stage = SOPHON_WIRE_PIXELS;
+        r.format = buf[8];
+        r.flip = (buf[9] & REQ_FLIP) != 0;
+        r.fast = (buf[9] & REQ_FAST) != 0;
+        r.channels = buf[10];
+        r.width = sophon__get_le32(buf + 12);
+        r.height = sophon__get_le32(buf + 16);
+        r.cpu_ns = sophon__get_le64(buf + 24);
+        r.source_bytes = sophon__get_le64(buf + 32);
+        r.payload_len = sophon__get_le64(buf + 40);
+    } else {
+        /* Layout 2, or a later one that appended fields: read as layout 2. */
+        r.version = SOPHON_WIRE_V2;
+        r.stage = buf[8];
+        r.format = buf[9];
+        r.flip = buf[10];
+        r.fast = buf[11];
+        r.channels = buf[12];
+        r.width = sophon__get_le32(buf + 16);
+        r.height = sophon__get_le32(buf + 20);
+        r.origin_x = sophon__get_le32(buf + 24);
+        r.origin_y = sophon__get_le32(buf + 28);
+        r.cpu_ns = sophon__get_le64(buf + 32);
+        r.source_bytes = sophon__get_le64(buf + 40);
+        r.payload_len = sophon__get_le64(buf + 48);
+        if (buf[13] != 0 || buf[14] != 0 || buf[15] != 0)
+            return -EINVAL;
+    }
+    if (!response_valid(&r) || r.payload_len != len - hdr_len)
         return -EINVAL;
     *out = r;
     *payload = buf + hdr_len;
@@ -284,7 +457,7 @@ int sophon_probe_encode(uint8_t *out, size_t cap, const struct sophon_probe_repl
     if (cap < SOPHON_PROBE_MSG_LEN)
         return -ERANGE;
     memset(out, 0, SOPHON_PROBE_MSG_LEN);
-    put_header(out, SOPHON_PROBE_MAGIC, SOPHON_PROBE_MSG_LEN);
+    put_header(out, SOPHON_PROBE_MAGIC, LAYOUT_VERSION, SOPHON_PROBE_MSG_LEN);
     sophon__put_le32(out + 8, r->info.width);
     sophon__put_le32(out + 12, r->info.height);
     out[16] = r->info.components;
@@ -299,8 +472,8 @@ int sophon_probe_encode(uint8_t *out, size_t cap, const struct sophon_probe_repl
 
 int sophon_probe_decode(struct sophon_probe_reply *out, const uint8_t *buf, size_t len)
 {
-    uint16_t hdr_len;
-    int r = check_header(buf, len, SOPHON_PROBE_MAGIC, SOPHON_PROBE_MSG_LEN, 0, &hdr_len);
+    uint16_t version, hdr_len;
+    int r = check_header(buf, len, SOPHON_PROBE_MAGIC, SOPHON_PROBE_MSG_LEN, 0, &version, &hdr_len);
     if (r < 0)
         return r;
     memset(out, 0, sizeof(*out));

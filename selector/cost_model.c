@@ -59,7 +59,9 @@ int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_m
         return -EINVAL;
     rec->stage[SOPHON_STAGE_STORED] =
         (struct sophon_stage_cost){rec->stored_bytes, 0.0, dec + norm};
-    rec->stage[SOPHON_STAGE_U8] = (struct sophon_stage_cost){SOPHON_SEL_U8_BYTES, dec, norm};
-    rec->stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){SOPHON_SEL_F32_BYTES, dec + norm, 0};
+    rec->stage[SOPHON_STAGE_U8] =
+        (struct sophon_stage_cost){sophon_stage_bytes(SOPHON_STAGE_U8, SOPHON_SEL_SIDE), dec, norm};
+    rec->stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){
+        sophon_stage_bytes(SOPHON_STAGE_F32, SOPHON_SEL_SIDE), dec + norm, 0};
     return 0;
 }

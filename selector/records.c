@@ -40,6 +40,33 @@ void sophon_records_free(sophon_records *set)
     free(set);
 }
 
+uint64_t sophon_stage_bytes(int stage, uint32_t side)
+{
+    uint64_t px = (uint64_t)side * side;
+
+    if (side == 0)
+        return 0;
+    switch (stage) {
+    case SOPHON_STAGE_U8:
+        return px * 3 + SOPHON_SEL_HEADER_BYTES;
+    case SOPHON_STAGE_F32:
+        return px * 12 + SOPHON_SEL_HEADER_BYTES;
+    default:
+        return 0;
+    }
+}
+
+int sophon_records_set_side(sophon_records *set, uint32_t side)
+{
+    if (!set || side == 0)
+        return -EINVAL;
+    for (size_t i = 0; i < set->n; i++)
+        for (int s = SOPHON_STAGE_U8; s <= SOPHON_STAGE_F32; s++)
+            if (set->rec[i].stage[s].bytes > 0)
+                set->rec[i].stage[s].bytes = sophon_stage_bytes(s, side);
+    return 0;
+}
+
 size_t sophon_records_count(const sophon_records *set)
 {
     return set ? set->n : 0;

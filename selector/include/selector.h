@@ -46,15 +46,21 @@ enum sophon_stage {
 };
 
 /*
- * Bytes on the wire of the OSD's stages: the payload of a SOPHON_SEL_SIDE-square sample and the
- * response header. The selector includes nothing of prep/ or the client: the client, where both
- * are visible, holds these to wire.h's SOPHON_RESPONSE_HDR_LEN and sophon.h's
- * SOPHON_LOADER_SIDE with _Static_assert (client/cross_checks.h).
+ * Bytes on the wire of the OSD's stages: the payload of a side x side sample and the response
+ * header. Records are profiled for SOPHON_SEL_SIDE (224, the default sample side) and a loader
+ * of another side sets its records' figures with sophon_records_set_side. The selector includes
+ * nothing of prep/ or the client: the client, where both are visible, holds these to wire.h's
+ * SOPHON_RESPONSE_HDR_LEN and sophon.h's default sample side with _Static_assert
+ * (client/cross_checks.h).
  */
 #define SOPHON_SEL_SIDE         224u
-#define SOPHON_SEL_HEADER_BYTES 48u
+#define SOPHON_SEL_HEADER_BYTES 56u
 #define SOPHON_SEL_U8_BYTES     (SOPHON_SEL_SIDE * SOPHON_SEL_SIDE * 3u + SOPHON_SEL_HEADER_BYTES)
 #define SOPHON_SEL_F32_BYTES    (SOPHON_SEL_SIDE * SOPHON_SEL_SIDE * 12u + SOPHON_SEL_HEADER_BYTES)
+
+/* Bytes on the wire of stage U8 or F32 for a side x side sample (header included): side^2 * 3
+ * or side^2 * 12, plus SOPHON_SEL_HEADER_BYTES; 0 for another stage or a side of 0. */
+uint64_t sophon_stage_bytes(int stage, uint32_t side);
 
 /* The format the training loop consumes. With U8, the F32 stage is not a valid choice. The
  * values are prep's enum sophon_format's (client/cross_checks.h checks). */
@@ -108,6 +114,15 @@ void sophon_records_free(sophon_records *set);
  * -ENOMEM.
  */
 int sophon_records_add(sophon_records *set, const struct sophon_record *rec);
+
+/*
+ * Sets the network bytes of every record's U8 and F32 stages (where available, bytes > 0) to
+ * those of side x side samples (sophon_stage_bytes). CPU costs are kept as they are: the decode
+ * of the box dominates them whatever the output side (the resample and the normalization, which
+ * grow with it, are a few per cent at 224), and online profiling rescales the model to what is
+ * measured. Returns 0, or -EINVAL for a NULL set or a side of 0.
+ */
+int sophon_records_set_side(sophon_records *set, uint32_t side);
 
 /* Number of records (0 for NULL). */
 size_t sophon_records_count(const sophon_records *set);

@@ -1,7 +1,7 @@
 /*
  * fuzz_request.c - libFuzzer target for the wire format's decoders: the prep request (what the
- * OSD decodes from any client), the response and the probe reply (what clients decode from the
- * OSD). Whatever a decoder accepts must encode back to the same bytes.
+ * OSD decodes from any client, in any layout), the response and the probe reply (what clients
+ * decode from the OSD). Whatever a decoder accepts must encode back to the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +19,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t buf[SOPHON_PROBE_MSG_LEN > SOPHON_RESPONSE_HDR_LEN ? SOPHON_PROBE_MSG_LEN
                                                                : SOPHON_RESPONSE_HDR_LEN];
     uint8_t req[SOPHON_REQUEST_LEN];
+    uint16_t version;
     volatile uint8_t sink = 0;
 
-    if (sophon_request_decode(&p, data, size) == 0) {
-        /* A request the OSD accepts is one the client could have sent. */
-        if (sophon_request_encode(req, sizeof(req), &p) != SOPHON_REQUEST_LEN ||
-            size != SOPHON_REQUEST_LEN || memcmp(req, data, size) != 0)
+    if (sophon_request_decode(&p, &version, data, size) == 0) {
+        /* A request the OSD accepts is one the client could have sent, in the same layout. */
+        if (sophon_request_encode_as(req, sizeof(req), &p, version) != (int)size ||
+            memcmp(req, data, size) != 0)
             abort();
-        if (sophon_response_size(&p) == 0)
+        if (sophon_response_size_as(&p, version) == 0)
             abort();
     }
     if (sophon_response_decode(&r, &payload, data, size) == 0) {
@@ -34,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         for (uint64_t i = 0; i < r.payload_len; i++)
             sink ^= payload[i];
-        if (sophon_response_encode_header(buf, sizeof(buf), &r) != SOPHON_RESPONSE_HDR_LEN)
+        if (sophon_response_encode_header(buf, sizeof(buf), &r) !=
+            (int)sophon_response_header_len(r.version))
             abort();
     }
     if (sophon_probe_decode(&pr, data, size) == 0)

@@ -41,7 +41,7 @@ hostile)
     /usr/bin/python3 "$here/make_hostile.py" "$work" "$real" "$bomb" "$build/test/integration/many_scans"
     exec "$bin" hostile "$work" "$(largest)"
     ;;
-requests | eperm)
+requests | layouts | eperm)
     exec "$bin" "$mode" "$(accepted 20000 300000 1)"
     ;;
 concurrency)

@@ -4,13 +4,17 @@
  *   test_cls_prep hostile DIR LARGEST.jpg   hostile objects (DIR/expected.tsv from make_hostile.py)
  *                                           return their errno; the OSD serves on, and its memory
  *                                           does not grow over 1,000 bad calls
- *   test_cls_prep requests PHOTO.jpg        malformed requests: -EINVAL, the OSD lives on
+ *   test_cls_prep requests PHOTO.jpg        malformed requests (layouts 1 and 2): -EINVAL, the OSD
+ *                                           lives on
+ *   test_cls_prep layouts PHOTO.jpg         layout 1 and 2 requests answered in their layout,
+ *                                           validation transforms, the crop stage refused
  *   test_cls_prep concurrency PHOTO.jpg...  16 clients x 200 calls, every output correct
  *   test_cls_prep eperm PHOTO.jpg           the key without class caps gets -EPERM
  *   test_cls_prep corpus LIST OUT.tsv [N]   for every JPEG in LIST (at most N): the OSD's output
  *                                           equals the local one, byte for byte, for several
- *                                           boxes with and without flip; OUT.tsv lists every
- *                                           case with its CRC for the Pillow check
+ *                                           boxes with and without flip, sizes and the
+ *                                           validation transform; OUT.tsv lists every case with
+ *                                           its CRC for the Pillow check
  *
  * Needs CEPH_CONF, SOPHON_POOL, and SOPHON_CLUSTER_DIR (for the OSDs' pid files).
  */
@@ -129,7 +133,7 @@ static int same_both_ways(struct conn *c, const char *oid, const uint8_t *jpeg, 
     char err[256];
 
     int rl = sophon__local_prep(&local, &local_len, jpeg, len, p, err, sizeof(err));
-    int rr = sophon__remote_prep(&remote, &remote_len, c->io, oid, p);
+    int rr = sophon__remote_prep(&remote, &remote_len, c->io, oid, p, SOPHON_WIRE_LATEST);
     if (rl != rr)
         fail_msg("%s box %u,%u,%u,%u: local %d (%s), OSD %d", oid, p->box_x, p->box_y, p->box_w,
                  p->box_h, rl, rl < 0 ? err : "ok", rr);
@@ -142,9 +146,9 @@ static int same_both_ways(struct conn *c, const char *oid, const uint8_t *jpeg, 
                      p->box_y, p->box_w, p->box_h, p->flip);
         if (crc != NULL)
             *crc = (uint32_t)crc32(0L, pa, (uInt)a);
-        /* Both headers agree on everything but the CPU time. */
-        assert_memory_equal(local + 8, remote + 8, 16);
-        assert_memory_equal(local + 32, remote + 32, 16);
+        /* Both headers agree on everything but the CPU time (layout 2: at 32). */
+        assert_memory_equal(local, remote, 32);
+        assert_memory_equal(local + 40, remote + 40, 16);
         free(local);
         rados_buffer_free(remote);
     }
@@ -184,7 +188,7 @@ static void hostile_objects(void **state)
         int r = sophon__remote_probe(&pr, c.io, oid);
         if (r != want_probe)
             fail_msg("probe %s: %d, want %d", name, r, want_probe);
-        r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &p);
+        r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &p, SOPHON_WIRE_LATEST);
         if (r != want_prep)
             fail_msg("prep %s: %d, want %d", name, r, want_prep);
         if (r == 0)
@@ -212,12 +216,14 @@ static void hostile_objects(void **state)
      * the OSD's own growth for comparison.
      */
     for (int i = 0; i < 600; i++) {
-        sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p);
+        sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p, SOPHON_WIRE_LATEST);
         sophon__remote_probe(&pr, c.io, bad[i % nbad]);
     }
     long before = osd_rss_kb();
     for (int i = 0; i < 1000; i++) {
-        assert_int_equal(sophon__remote_prep(&resp, &resp_len, c.io, "hostile/cmyk.jpg", &p), 0);
+        assert_int_equal(
+            sophon__remote_prep(&resp, &resp_len, c.io, "hostile/cmyk.jpg", &p, SOPHON_WIRE_LATEST),
+            0);
         rados_buffer_free(resp);
         assert_int_equal(sophon__remote_probe(&pr, c.io, "hostile/cmyk.jpg"), 0);
     }
@@ -228,7 +234,8 @@ static void hostile_objects(void **state)
     for (int round = 0; round < 3; round++) {
         long b = osd_rss_kb();
         for (int i = 0; i < 1000; i++) {
-            assert_true(sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p) < 0);
+            assert_true(sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p,
+                                            SOPHON_WIRE_LATEST) < 0);
             assert_true(sophon__remote_probe(&pr, c.io, bad[i % nbad]) < 0);
         }
         long grown = osd_rss_kb() - b;
@@ -257,32 +264,45 @@ static void malformed_requests(void **state)
     struct conn c;
     size_t len;
     uint8_t *jpeg = read_file(args[0], &len);
-    uint8_t good[SOPHON_REQUEST_LEN], req[256];
+    uint8_t good[2][SOPHON_REQUEST_LEN], req[256];
+    size_t good_len[2];
     char out[64];
     struct sophon_prep_params p = box_params(0, 0, 16, 16), decoded;
     unsigned seed = 4321;
-    int refused = 0, accepted = 0;
+    int refused = 0, accepted = 0, crops = 0;
 
     connect_as(&c, "client.sophon");
     put_object(&c, "requests.jpg", jpeg, len);
-    sophon_request_encode(good, sizeof(good), &p);
+    /* Valid requests of both layouts the class speaks, to mutate. */
+    good_len[0] = (size_t)sophon_request_encode_as(good[0], sizeof(good[0]), &p, SOPHON_WIRE_V1);
+    good_len[1] = (size_t)sophon_request_encode_as(good[1], sizeof(good[1]), &p, SOPHON_WIRE_V2);
     /* Random bytes of every length up to 100, and a valid request with random bytes changed. */
-    for (int i = 0; i < 600; i++) {
+    for (int i = 0; i < 800; i++) {
         size_t n;
         if (i < 300) {
             n = (size_t)(rand_r(&seed) % 101);
             for (size_t k = 0; k < n; k++)
                 req[k] = (uint8_t)rand_r(&seed);
         } else {
-            n = sizeof(good);
-            memcpy(req, good, n);
+            int v = i % 2;
+            n = good_len[v];
+            memcpy(req, good[v], n);
             int flips = 1 + rand_r(&seed) % 4;
             for (int k = 0; k < flips; k++)
                 req[rand_r(&seed) % n] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
             if (i % 7 == 0)
                 n -= 1 + (size_t)(rand_r(&seed) % 8); /* truncated too */
         }
-        int local = sophon_request_decode(&decoded, req, n);
+        int local = sophon_request_decode(&decoded, NULL, req, n);
+        if (local == 0 && decoded.stage == SOPHON_WIRE_CROP) {
+            /* A valid crop request: this build's class does not make crops, and says so. */
+            int r = rados_exec(c.io, "requests.jpg", "sophon", "prep", (const char *)req, n, out,
+                               sizeof(out));
+            if (r != -EINVAL)
+                fail_msg("crop request %d: OSD returned %d, want -EINVAL", i, r);
+            crops++;
+            continue;
+        }
         if (local == 0) {
             /* A mutation that is still a valid request: the OSD runs it as the client would. */
             same_both_ways(&c, "requests.jpg", jpeg, len, &decoded, NULL);
@@ -296,12 +316,75 @@ static void malformed_requests(void **state)
             fail_msg("malformed request %d (%zu bytes): OSD returned %d, want -EINVAL", i, n, r);
         refused++;
     }
-    printf("  %d malformed requests refused with -EINVAL, %d mutations still valid and run\n",
-           refused, accepted);
-    assert_true(refused > 400);
+    printf("  %d malformed requests refused with -EINVAL, %d mutations still valid and run, %d "
+           "crop requests refused\n",
+           refused, accepted, crops);
+    assert_true(refused > 500);
     /* The OSD lives on. */
     assert_int_equal(same_both_ways(&c, "requests.jpg", jpeg, len, &p, NULL), 0);
     rados_remove(c.io, "requests.jpg");
+    free(jpeg);
+    disconnect(&c);
+}
+
+/*
+ * The class answers a request in its own layout: layout 1 (a v1 client) gets a layout 1
+ * response with the same pixels as layout 2's; the validation transform and other sizes run in
+ * the OSD as here; the crop stage is refused by this build with -EINVAL, fallback or not.
+ */
+static void both_layouts(void **state)
+{
+    (void)state;
+    struct conn c;
+    size_t len, plen1, plen2;
+    uint8_t *jpeg = read_file(args[0], &len);
+    char err[256];
+    struct sophon_probe_info info;
+    char *r1, *r2;
+    size_t n1, n2;
+    struct sophon_response h1, h2;
+    const uint8_t *p1, *p2;
+
+    connect_as(&c, "client.sophon");
+    put_object(&c, "layouts.jpg", jpeg, len);
+    assert_int_equal(sophon_probe(&info, jpeg, len, err, sizeof(err)), 0);
+    struct sophon_prep_params p = box_params(0, 0, 1, 1);
+    sophon_draw_crop(&p, 5, 0, 0, info.width, info.height, NULL);
+    p.out_w = 160;
+    p.out_h = 160;
+    assert_int_equal(sophon__remote_prep(&r1, &n1, c.io, "layouts.jpg", &p, SOPHON_WIRE_V1), 0);
+    assert_int_equal(sophon__remote_prep(&r2, &n2, c.io, "layouts.jpg", &p, SOPHON_WIRE_V2), 0);
+    assert_int_equal(sophon_response_decode(&h1, &p1, (uint8_t *)r1, n1), 0);
+    assert_int_equal(sophon_response_decode(&h2, &p2, (uint8_t *)r2, n2), 0);
+    assert_int_equal(h1.version, SOPHON_WIRE_V1);
+    assert_int_equal(h2.version, SOPHON_WIRE_V2);
+    assert_int_equal(n1, 48 + 160 * 160 * 3);
+    assert_int_equal(n2, 56 + 160 * 160 * 3);
+    plen1 = h1.payload_len;
+    plen2 = h2.payload_len;
+    assert_int_equal(plen1, plen2);
+    assert_memory_equal(p1, p2, plen1);
+    assert_int_equal(same_both_ways(&c, "layouts.jpg", jpeg, len, &p, NULL), 0);
+    rados_buffer_free(r1);
+    rados_buffer_free(r2);
+    printf("  layout 1 and 2 answered alike (160x160)\n");
+    /* Resize(256) + CenterCrop(224), and Resize(320) + CenterCrop(288), f32 too. */
+    assert_int_equal(sophon_prep_set_val(&p, info.width, info.height, 256, 224), 0);
+    assert_int_equal(sophon_request_fits(&p, SOPHON_WIRE_V1), 0);
+    assert_int_equal(same_both_ways(&c, "layouts.jpg", jpeg, len, &p, NULL), 0);
+    assert_int_equal(sophon_prep_set_val(&p, info.width, info.height, 320, 288), 0);
+    p.format = SOPHON_FORMAT_F32;
+    assert_int_equal(same_both_ways(&c, "layouts.jpg", jpeg, len, &p, NULL), 0);
+    printf("  validation transforms: OSD == local\n");
+    /* The crop stage, with and without a fallback. */
+    p.stage = SOPHON_WIRE_CROP;
+    for (int fb = 0; fb < 2; fb++) {
+        p.fallback = (uint8_t)fb;
+        assert_int_equal(sophon__remote_prep(&r1, &n1, c.io, "layouts.jpg", &p, SOPHON_WIRE_V2),
+                         -EINVAL);
+    }
+    printf("  crop stage: -EINVAL (not supported by this build)\n");
+    rados_remove(c.io, "layouts.jpg");
     free(jpeg);
     disconnect(&c);
 }
@@ -345,7 +428,7 @@ static void *worker_main(void *arg)
         size_t resp_len, plen;
         struct sophon_response h;
         const uint8_t *payload;
-        if (sophon__remote_prep(&resp, &resp_len, io, j->oid, &j->p) < 0) {
+        if (sophon__remote_prep(&resp, &resp_len, io, j->oid, &j->p, SOPHON_WIRE_LATEST) < 0) {
             w->bad++;
             continue;
         }
@@ -434,7 +517,8 @@ static void no_class_caps(void **state)
     put_object(&c, "caps.jpg", jpeg, len);
     connect_as(&ro, "client.sophon-read");
     assert_int_equal(sophon__remote_probe(&pr, ro.io, "caps.jpg"), -EPERM);
-    assert_int_equal(sophon__remote_prep(&resp, &resp_len, ro.io, "caps.jpg", &p), -EPERM);
+    assert_int_equal(
+        sophon__remote_prep(&resp, &resp_len, ro.io, "caps.jpg", &p, SOPHON_WIRE_LATEST), -EPERM);
     /* The same key can still read the object: the fallback path works. */
     uint8_t *back;
     size_t back_len;
@@ -487,20 +571,31 @@ static void corpus(void **state)
                 info.colorspace == pr.info.colorspace && info.subsampling == pr.info.subsampling &&
                 info.bits == pr.info.bits && info.scans == pr.info.scans);
             assert_int_equal(pr.object_size, len);
-            /* Three random boxes (one flipped, one not, one either) and the f32 tensor. */
-            for (int k = 0; k < 4; k++) {
+            /* Three random boxes (one flipped, one not, one either) and the f32 tensor; one
+             * of another size; the validation transform at 256/224 and at another pair. */
+            for (int k = 0; k < 7; k++) {
+                static const uint32_t val[][2] = {{232, 224}, {182, 160}, {320, 288}};
                 struct sophon_prep_params p = box_params(0, 0, 1, 1);
-                sophon_draw_crop(&p, 2024, 0, (uint64_t)(images * 4 + k), info.width, info.height,
+                sophon_draw_crop(&p, 2024, 0, (uint64_t)(images * 7 + k), info.width, info.height,
                                  NULL);
                 if (k < 2)
                     p.flip = (uint8_t)k;
                 if (k == 3)
                     p.format = SOPHON_FORMAT_F32;
+                if (k == 4)
+                    p.out_w = p.out_h = images % 2 ? 160 : 288;
+                if (k == 5 && sophon_prep_set_val(&p, info.width, info.height, 256, 224) < 0)
+                    continue;
+                if (k == 6 && sophon_prep_set_val(&p, info.width, info.height, val[images % 3][0],
+                                                  val[images % 3][1]) < 0)
+                    continue;
                 uint32_t crc = 0;
                 int r = same_both_ways(&c, oid, jpeg, len, &p, &crc);
                 if (r == 0 && p.format == SOPHON_FORMAT_U8)
-                    fprintf(tsv, "%s\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%08x\n", path, p.box_x, p.box_y,
-                            p.box_w, p.box_h, p.out_w, p.out_h, p.flip, crc);
+                    fprintf(tsv, "%s\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%08x\n", path,
+                            p.box_x, p.box_y, p.box_w, p.box_h, p.resize_w ? p.resize_w : p.out_w,
+                            p.resize_h ? p.resize_h : p.out_h, p.win_x, p.win_y, p.out_w, p.out_h,
+                            p.flip, crc);
                 else if (r < 0)
                     fprintf(stderr, "  refused %s: %d\n", path, r);
                 cases++;
@@ -529,6 +624,7 @@ int main(int argc, char **argv)
     } modes[] = {
         {"hostile", 2, cmocka_unit_test(hostile_objects)},
         {"requests", 1, cmocka_unit_test(malformed_requests)},
+        {"layouts", 1, cmocka_unit_test(both_layouts)},
         {"concurrency", 1, cmocka_unit_test(concurrent_clients)},
         {"eperm", 1, cmocka_unit_test(no_class_caps)},
         {"corpus", 2, cmocka_unit_test(corpus)},

@@ -109,38 +109,187 @@ static void request_roundtrip(void **state)
     (void)state;
     struct sophon_prep_params in = sample_params(), out;
     uint8_t buf[SOPHON_REQUEST_LEN];
+    uint16_t version = 0;
 
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &in), SOPHON_REQUEST_LEN);
+    assert_int_equal(SOPHON_REQUEST_LEN, SOPHON_REQUEST_LEN_V2);
     assert_memory_equal(buf, "SPHQ", 4);
-    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), 0);
+    assert_int_equal(sophon_request_decode(&out, &version, buf, sizeof(buf)), 0);
+    assert_int_equal(version, SOPHON_WIRE_V2);
     assert_int_equal(out.box_x, 10);
     assert_int_equal(out.box_y, 20);
     assert_int_equal(out.box_w, 300);
     assert_int_equal(out.box_h, 200);
     assert_int_equal(out.out_w, 224);
     assert_int_equal(out.out_h, 224);
+    /* The shorthand resize 0 x 0 goes on the wire as what it means. */
+    assert_int_equal(out.resize_w, 224);
+    assert_int_equal(out.resize_h, 224);
+    assert_int_equal(out.win_x, 0);
+    assert_int_equal(out.win_y, 0);
     assert_int_equal(out.flip, 1);
     assert_int_equal(out.fast, 0);
     assert_int_equal(out.format, SOPHON_FORMAT_F32);
+    assert_int_equal(out.stage, SOPHON_WIRE_PIXELS);
+    assert_int_equal(out.fallback, SOPHON_FALLBACK_NONE);
+    assert_int_equal(out.crop_max_bytes, 0);
     assert_memory_equal(out.mean, in.mean, sizeof(in.mean));
     assert_memory_equal(out.std, in.std, sizeof(in.std));
+}
+
+/* The validation geometry and the crop stage's fields, at their offsets of wire_v2.md. */
+static void request_v2_layout(void **state)
+{
+    (void)state;
+    struct sophon_prep_params in = sample_params(), out;
+    uint8_t buf[SOPHON_REQUEST_LEN];
+
+    assert_int_equal(sophon_prep_set_val(&in, 500, 375, 256, 224), 0);
+    in.stage = SOPHON_WIRE_CROP;
+    in.fallback = SOPHON_FALLBACK_PIXELS;
+    in.crop_max_bytes = 123456;
+    in.fast = 1;
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &in), 80);
+    assert_int_equal(sophon__get_le16(buf + 4), 2);
+    assert_int_equal(sophon__get_le16(buf + 6), 80);
+    assert_int_equal(sophon__get_le32(buf + 16), 500);         /* box w */
+    assert_int_equal(sophon__get_le32(buf + 24), 341);         /* resize w = int(256 * 500 / 375) */
+    assert_int_equal(sophon__get_le32(buf + 28), 256);         /* resize h */
+    assert_int_equal(sophon__get_le32(buf + 32), 58);          /* window x = round(117 / 2), even */
+    assert_int_equal(sophon__get_le32(buf + 36), 16);          /* window y */
+    assert_int_equal(sophon__get_le32(buf + 40), 224);         /* out w */
+    assert_int_equal(sophon__get_le32(buf + 44), 224);         /* out h */
+    assert_int_equal(buf[48], SOPHON_FORMAT_F32);              /* format */
+    assert_int_equal(buf[49], 2);                              /* flags: fast, no flip */
+    assert_int_equal(buf[50], SOPHON_WIRE_CROP);               /* stage */
+    assert_int_equal(buf[51], SOPHON_FALLBACK_PIXELS);         /* fallback */
+    assert_int_equal(sophon__get_le32(buf + 52), 123456);      /* crop_max_bytes */
+    assert_int_equal(sophon__get_le32(buf + 56), 0x3ef851ecu); /* mean[0] = 0.485f */
+    assert_int_equal(sophon__get_le32(buf + 68), 0x3e6a7efau); /* std[0] = 0.229f */
+    assert_int_equal(sophon_request_decode(&out, NULL, buf, sizeof(buf)), 0);
+    assert_int_equal(out.resize_w, 341);
+    assert_int_equal(out.win_x, 58);
+    assert_int_equal(out.stage, SOPHON_WIRE_CROP);
+    assert_int_equal(out.fallback, SOPHON_FALLBACK_PIXELS);
+    assert_int_equal(out.crop_max_bytes, 123456);
+    /* Layout 1 carries neither. */
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 0);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &in, SOPHON_WIRE_V1), -EINVAL);
+    in.stage = SOPHON_WIRE_PIXELS;
+    in.fallback = SOPHON_FALLBACK_NONE;
+    in.crop_max_bytes = 0;
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 0);
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V2), 1);
+    assert_int_equal(sophon_request_fits(&in, 3), 0);
+}
+
+/* Layout 1, as a v1 client sends it and a v1 class takes it: any output size, pixels. */
+static void request_v1_roundtrip(void **state)
+{
+    (void)state;
+    struct sophon_prep_params in = sample_params(), out;
+    uint8_t buf[SOPHON_REQUEST_LEN], again[SOPHON_REQUEST_LEN];
+    uint16_t version = 0;
+
+    in.out_w = 160;
+    in.out_h = 288;
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 1);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &in, SOPHON_WIRE_V1),
+                     SOPHON_REQUEST_LEN_V1);
+    assert_int_equal(sophon__get_le16(buf + 4), 1);
+    assert_int_equal(sophon__get_le16(buf + 6), 60);
+    assert_int_equal(sophon__get_le32(buf + 24), 160);
+    assert_int_equal(sophon__get_le32(buf + 28), 288);
+    assert_int_equal(buf[32], SOPHON_FORMAT_F32);
+    assert_int_equal(buf[33], 1);
+    assert_int_equal(sophon__get_le32(buf + 36), 0x3ef851ecu);
+    assert_int_equal(sophon_request_decode(&out, &version, buf, SOPHON_REQUEST_LEN_V1), 0);
+    assert_int_equal(version, SOPHON_WIRE_V1);
+    assert_int_equal(out.out_w, 160);
+    assert_int_equal(out.out_h, 288);
+    assert_int_equal(out.resize_w, 0); /* the box resized to the output */
+    assert_int_equal(out.resize_h, 0);
+    assert_int_equal(out.stage, SOPHON_WIRE_PIXELS);
+    assert_int_equal(sophon_request_encode_as(again, sizeof(again), &out, SOPHON_WIRE_V1),
+                     SOPHON_REQUEST_LEN_V1);
+    assert_memory_equal(again, buf, SOPHON_REQUEST_LEN_V1);
+    /* An explicit resize equal to the output, window at 0: still RandomResizedCrop. */
+    in.resize_w = 160;
+    in.resize_h = 288;
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 1);
+    assert_int_equal(sophon_request_encode_as(again, sizeof(again), &in, SOPHON_WIRE_V1),
+                     SOPHON_REQUEST_LEN_V1);
+    assert_memory_equal(again, buf, SOPHON_REQUEST_LEN_V1);
+    assert_int_equal(
+        sophon_request_encode_as(again, SOPHON_REQUEST_LEN_V1 - 1, &in, SOPHON_WIRE_V1), -ERANGE);
+}
+
+struct bad_field {
+    const char *what;
+    size_t off, width;
+    uint32_t value;
+};
+
+static void refuse_each(const struct bad_field *cases, size_t n, const uint8_t *good, size_t len)
+{
+    struct sophon_prep_params out;
+    uint8_t bad[SOPHON_REQUEST_LEN + 1];
+
+    for (size_t i = 0; i < n; i++) {
+        memcpy(bad, good, len);
+        if (cases[i].width == 4)
+            sophon__put_le32(bad + cases[i].off, cases[i].value);
+        else if (cases[i].width == 2)
+            sophon__put_le16(bad + cases[i].off, (uint16_t)cases[i].value);
+        else
+            bad[cases[i].off] = (uint8_t)cases[i].value;
+        if (sophon_request_decode(&out, NULL, bad, len) != -EINVAL)
+            fail_msg("request with bad %s accepted", cases[i].what);
+    }
+    /* Truncated, trailing bytes, nothing at all. */
+    assert_int_equal(sophon_request_decode(&out, NULL, good, len - 1), -EINVAL);
+    memcpy(bad, good, len);
+    assert_int_equal(sophon_request_decode(&out, NULL, bad, len + 1), -EINVAL);
+    assert_int_equal(sophon_request_decode(&out, NULL, NULL, 0), -EINVAL);
 }
 
 /* Each case breaks one field of a valid request; every one must be refused with -EINVAL. */
 static void request_decode_refuses_malformed(void **state)
 {
     (void)state;
-    static const struct {
-        const char *what;
-        size_t off, width;
-        uint32_t value;
-    } cases[] = {
+    static const struct bad_field v2[] = {
         {"magic", 0, 1, 'X'},
         {"layout version 0", 4, 2, 0},
-        {"header length", 6, 2, 59},
+        {"layout version 3", 4, 2, 3},
+        {"layout version 1 at length 80", 4, 2, 1},
+        {"header length", 6, 2, 79},
         {"box w 0", 16, 4, 0},
         {"box h 0", 20, 4, 0},
+        {"box end past 2^32", 8, 4, UINT32_MAX},
+        {"resize w 0", 24, 4, 0},
+        {"resize h 0", 28, 4, 0},
+        {"resize w over the limit", 24, 4, SOPHON_MAX_RESIZE_SIDE + 1},
+        {"window x outside", 32, 4, 118},
+        {"window y outside", 36, 4, 33},
+        {"out w 0", 40, 4, 0},
+        {"out h over the limit", 44, 4, SOPHON_MAX_SIDE + 1},
+        {"format", 48, 1, 7},
+        {"flags", 49, 1, 0x80},
+        {"stage 0", 50, 1, 0},
+        {"stage 3", 50, 1, 3},
+        {"fallback for pixels", 51, 1, 1},
+        {"crop bytes for pixels", 52, 4, 1000},
+        {"mean inf", 60, 4, 0x7f800000u},
+        {"std NaN", 68, 4, 0x7fc00000u},
+        {"std 0", 76, 4, 0},
+    };
+    static const struct bad_field v1[] = {
+        {"magic", 0, 1, 'X'},
+        {"layout version 2 at length 60", 4, 2, 2},
+        {"header length", 6, 2, 59},
+        {"box w 0", 16, 4, 0},
         {"out w 0", 24, 4, 0},
+        {"out h over the limit", 28, 4, SOPHON_MAX_SIDE + 1},
         {"format", 32, 1, 7},
         {"flags", 33, 1, 0x80},
         {"reserved", 34, 2, 1},
@@ -148,45 +297,23 @@ static void request_decode_refuses_malformed(void **state)
         {"std NaN", 48, 4, 0x7fc00000u},
         {"std 0", 52, 4, 0},
     };
-    struct sophon_prep_params in = sample_params(), out;
-    uint8_t good[SOPHON_REQUEST_LEN], bad[SOPHON_REQUEST_LEN + 1];
+    struct sophon_prep_params in = sample_params();
+    uint8_t good[SOPHON_REQUEST_LEN];
 
-    sophon_request_encode(good, sizeof(good), &in);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        memcpy(bad, good, sizeof(good));
-        if (cases[i].width == 4)
-            sophon__put_le32(bad + cases[i].off, cases[i].value);
-        else if (cases[i].width == 2)
-            sophon__put_le16(bad + cases[i].off, (uint16_t)cases[i].value);
-        else
-            bad[cases[i].off] = (uint8_t)cases[i].value;
-        if (sophon_request_decode(&out, bad, sizeof(good)) != -EINVAL)
-            fail_msg("request with bad %s accepted", cases[i].what);
+    assert_int_equal(sophon_prep_set_val(&in, 500, 375, 256, 224), 0);
+    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V2);
+    refuse_each(v2, sizeof(v2) / sizeof(v2[0]), good, SOPHON_REQUEST_LEN_V2);
+    /* A crop with an unknown fallback. */
+    in.stage = SOPHON_WIRE_CROP;
+    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V2);
+    {
+        static const struct bad_field crop[] = {{"fallback 2", 51, 1, 2}};
+        refuse_each(crop, 1, good, SOPHON_REQUEST_LEN_V2);
     }
-    /* Truncated, trailing bytes, nothing at all. */
-    assert_int_equal(sophon_request_decode(&out, good, sizeof(good) - 1), -EINVAL);
-    memcpy(bad, good, sizeof(good));
-    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good) + 1), -EINVAL);
-    assert_int_equal(sophon_request_decode(&out, NULL, 0), -EINVAL);
-    /* An output side over the maximum. */
-    memcpy(bad, good, sizeof(good));
-    sophon__put_le32(bad + 28, SOPHON_MAX_SIDE + 1);
-    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good)), -EINVAL);
-    /* A box whose end overflows 32 bits. */
-    memcpy(bad, good, sizeof(good));
-    sophon__put_le32(bad + 8, UINT32_MAX);
-    assert_int_equal(sophon_request_decode(&out, bad, sizeof(good)), -EINVAL);
-}
-
-static void request_newer_layout_is_refused(void **state)
-{
-    (void)state;
-    struct sophon_prep_params in = sample_params(), out;
-    uint8_t buf[SOPHON_REQUEST_LEN];
-
-    sophon_request_encode(buf, sizeof(buf), &in);
-    buf[4] = 2;
-    assert_int_equal(sophon_request_decode(&out, buf, sizeof(buf)), -EINVAL);
+    in = sample_params();
+    assert_int_equal(sophon_request_encode_as(good, sizeof(good), &in, SOPHON_WIRE_V1),
+                     SOPHON_REQUEST_LEN_V1);
+    refuse_each(v1, sizeof(v1) / sizeof(v1[0]), good, SOPHON_REQUEST_LEN_V1);
 }
 
 static void request_encode_refuses_invalid(void **state)
@@ -196,46 +323,134 @@ static void request_encode_refuses_invalid(void **state)
     uint8_t buf[SOPHON_REQUEST_LEN];
 
     assert_int_equal(sophon_request_encode(buf, sizeof(buf) - 1, &p), -ERANGE);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &p, 0), -EINVAL);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &p, 3), -EINVAL);
     p.std[1] = 0.0f;
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
     p = sample_params();
     p.box_w = 0;
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
+    p = sample_params();
+    p.stage = 0;
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
+    p = sample_params();
+    p.resize_w = 300;
+    p.resize_h = 300;
+    p.win_x = 77; /* 77 + 224 > 300 */
+    assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
+}
+
+static struct sophon_response pixels(uint16_t version)
+{
+    struct sophon_response r = {.version = version,
+                                .stage = SOPHON_WIRE_PIXELS,
+                                .format = SOPHON_FORMAT_U8,
+                                .flip = 1,
+                                .channels = 3,
+                                .width = 4,
+                                .height = 2,
+                                .cpu_ns = 123456789012ull,
+                                .source_bytes = 5000000000ull,
+                                .payload_len = 24};
+    return r;
 }
 
 static void response_roundtrip(void **state)
 {
     (void)state;
-    struct sophon_response in = {.format = SOPHON_FORMAT_U8,
-                                 .flip = 1,
-                                 .channels = 3,
-                                 .width = 4,
-                                 .height = 2,
-                                 .cpu_ns = 123456789012ull,
-                                 .source_bytes = 5000000000ull,
-                                 .payload_len = 24},
-                           out;
-    uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 24];
-    const uint8_t *payload = NULL;
+    static const uint16_t versions[] = {SOPHON_WIRE_V1, SOPHON_WIRE_V2};
 
-    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), SOPHON_RESPONSE_HDR_LEN);
-    for (int i = 0; i < 24; i++)
-        buf[SOPHON_RESPONSE_HDR_LEN + i] = (uint8_t)i;
-    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), 0);
-    assert_ptr_equal(payload, buf + SOPHON_RESPONSE_HDR_LEN);
-    assert_int_equal(out.width, 4);
-    assert_int_equal(out.height, 2);
-    assert_int_equal(out.flip, 1);
-    assert_true(out.cpu_ns == 123456789012ull);
-    assert_true(out.source_bytes == 5000000000ull);
-    assert_true(out.payload_len == 24);
-    /* The payload must be exactly as long as the geometry says. */
-    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf) - 1), -EINVAL);
-    in.format = SOPHON_FORMAT_F32;
+    for (size_t v = 0; v < 2; v++) {
+        struct sophon_response in = pixels(versions[v]), out;
+        size_t hdr = sophon_response_header_len(versions[v]);
+        uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 96];
+        const uint8_t *payload = NULL;
+
+        assert_int_equal(hdr, versions[v] == SOPHON_WIRE_V1 ? 48 : 56);
+        assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), (int)hdr);
+        for (int i = 0; i < 24; i++)
+            buf[hdr + i] = (uint8_t)i;
+        assert_int_equal(sophon_response_decode(&out, &payload, buf, hdr + 24), 0);
+        assert_ptr_equal(payload, buf + hdr);
+        assert_int_equal(out.version, versions[v]);
+        assert_int_equal(out.stage, SOPHON_WIRE_PIXELS);
+        assert_int_equal(out.width, 4);
+        assert_int_equal(out.height, 2);
+        assert_int_equal(out.flip, 1);
+        assert_true(out.cpu_ns == 123456789012ull);
+        assert_true(out.source_bytes == 5000000000ull);
+        assert_true(out.payload_len == 24);
+        /* The payload must be exactly as long as the geometry says. */
+        assert_int_equal(sophon_response_decode(&out, &payload, buf, hdr + 23), -EINVAL);
+        in.format = SOPHON_FORMAT_F32;
+        assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
+        in.payload_len = 96;
+        assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), (int)hdr);
+        assert_int_equal(sophon_response_decode(&out, &payload, buf, hdr + 24), -EINVAL);
+        assert_int_equal(sophon_response_decode(&out, &payload, buf, hdr + 96), 0);
+    }
+}
+
+/* Layout 2's fields at wire_v2.md's offsets; a crop (the crop stage's answer) only there. */
+static void response_v2_layout(void **state)
+{
+    (void)state;
+    struct sophon_response in = pixels(SOPHON_WIRE_V2), out;
+    uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 24] = {0};
+    const uint8_t *payload;
+
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), 56);
+    assert_int_equal(buf[8], SOPHON_WIRE_PIXELS);
+    assert_int_equal(buf[9], SOPHON_FORMAT_U8);
+    assert_int_equal(buf[10], 1);
+    assert_int_equal(buf[11], 0);
+    assert_int_equal(buf[12], 3);
+    assert_int_equal(sophon__get_le32(buf + 16), 4);
+    assert_int_equal(sophon__get_le32(buf + 20), 2);
+    assert_true(sophon__get_le64(buf + 32) == 123456789012ull);
+    assert_true(sophon__get_le64(buf + 40) == 5000000000ull);
+    assert_true(sophon__get_le64(buf + 48) == 24);
+    /* Pixels have no origin. */
+    in.origin_x = 8;
     assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
-    in.payload_len = 96;
-    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), SOPHON_RESPONSE_HDR_LEN);
+    /* A crop: a JPEG of any length, its size and its place in the source. */
+    in = (struct sophon_response){.version = SOPHON_WIRE_V2,
+                                  .stage = SOPHON_WIRE_CROP,
+                                  .channels = 3,
+                                  .width = 48,
+                                  .height = 32,
+                                  .origin_x = 16,
+                                  .origin_y = 64,
+                                  .payload_len = 24};
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), 56);
+    assert_int_equal(sophon__get_le32(buf + 24), 16);
+    assert_int_equal(sophon__get_le32(buf + 28), 64);
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), 0);
+    assert_int_equal(out.stage, SOPHON_WIRE_CROP);
+    assert_int_equal(out.origin_x, 16);
+    assert_int_equal(out.origin_y, 64);
+    in.version = SOPHON_WIRE_V1;
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
+    /* Reserved bytes and unknown stages are refused. */
+    in.version = SOPHON_WIRE_V2;
+    sophon_response_encode_header(buf, sizeof(buf), &in);
+    buf[14] = 1;
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
+    buf[14] = 0;
+    buf[8] = 3;
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
+    /* A later layout that appends fields is read as layout 2. */
+    {
+        uint8_t longer[SOPHON_RESPONSE_HDR_LEN + 8 + 24] = {0};
+
+        in = pixels(SOPHON_WIRE_V2);
+        sophon_response_encode_header(longer, sizeof(longer), &in);
+        sophon__put_le16(longer + 4, 3);
+        sophon__put_le16(longer + 6, SOPHON_RESPONSE_HDR_LEN + 8);
+        assert_int_equal(sophon_response_decode(&out, &payload, longer, sizeof(longer)), 0);
+        assert_ptr_equal(payload, longer + SOPHON_RESPONSE_HDR_LEN + 8);
+        assert_int_equal(out.width, 4);
+    }
 }
 
 /* The selector's byte figures are the sizes of the responses to the loader's requests. */
@@ -247,8 +462,17 @@ static void response_sizes_are_the_selectors(void **state)
     p.box_w = p.box_h = 500;
     p.out_w = p.out_h = SOPHON_SEL_SIDE;
     assert_int_equal(sophon_response_size(&p), SOPHON_SEL_U8_BYTES);
+    assert_int_equal(sophon_response_size(&p), sophon_stage_bytes(SOPHON_STAGE_U8, 224));
     p.format = SOPHON_FORMAT_F32;
     assert_int_equal(sophon_response_size(&p), SOPHON_SEL_F32_BYTES);
+    /* Any side, and the validation window's: the bytes of the output, not of the resize. */
+    p.out_w = p.out_h = 160;
+    assert_int_equal(sophon_response_size(&p), sophon_stage_bytes(SOPHON_STAGE_F32, 160));
+    assert_int_equal(sophon_prep_set_val(&p, 500, 375, 320, 288), 0);
+    assert_int_equal(sophon_response_size(&p), sophon_stage_bytes(SOPHON_STAGE_F32, 288));
+    p.format = SOPHON_FORMAT_U8;
+    assert_int_equal(sophon_response_size(&p), sophon_stage_bytes(SOPHON_STAGE_U8, 288));
+    assert_int_equal(sophon_response_size_as(&p, SOPHON_WIRE_V1), 288 * 288 * 3 + 48);
 }
 
 static void format_names(void **state)
@@ -296,10 +520,12 @@ int main(void)
         cmocka_unit_test(le_helpers),
         cmocka_unit_test(version_format),
         cmocka_unit_test(request_roundtrip),
+        cmocka_unit_test(request_v2_layout),
+        cmocka_unit_test(request_v1_roundtrip),
         cmocka_unit_test(request_decode_refuses_malformed),
-        cmocka_unit_test(request_newer_layout_is_refused),
         cmocka_unit_test(request_encode_refuses_invalid),
         cmocka_unit_test(response_roundtrip),
+        cmocka_unit_test(response_v2_layout),
         cmocka_unit_test(response_sizes_are_the_selectors),
         cmocka_unit_test(format_names),
         cmocka_unit_test(probe_roundtrip),
