@@ -13,6 +13,7 @@
 #include "cross_checks.h"
 #include "sampler.h"
 #include "selector.h"
+#include "sophon.h"
 
 void cli_error(const struct cli *c, const char *fmt, ...)
 {
@@ -277,11 +278,90 @@ int cli_parse_format(const struct cli *c, const char *arg)
     return f;
 }
 
+int cli_parse_transform(const struct cli *c, const char *arg)
+{
+    if (strcmp(arg, "train") == 0)
+        return SOPHON_TRANSFORM_TRAIN;
+    if (strcmp(arg, "val") == 0)
+        return SOPHON_TRANSFORM_VAL;
+    cli_error(c, "--transform wants train or val, not '%s'", arg);
+    return -1;
+}
+
+/* A finite decimal number, or with fractions set also a fraction A/B of two: 0 with *end past
+ * it, or -1. */
+static int parse_one(const char *s, int fractions, double *out, char **end)
+{
+    errno = 0;
+    double v = strtod(s, end);
+    if (*end == s || errno != 0)
+        return -1;
+    if (fractions && **end == '/') {
+        const char *t = *end + 1;
+        double d = strtod(t, end);
+        if (*end == t || errno != 0 || d == 0)
+            return -1;
+        v /= d;
+    }
+    if (!isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* n comma-separated numbers into out: 0, or -1. */
+static int parse_numbers(const char *arg, int n, int fractions, double *out)
+{
+    const char *p = arg;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        if (parse_one(p, fractions, &out[i], &end) < 0 || *end != (i < n - 1 ? ',' : '\0'))
+            return -1;
+        p = end + 1;
+    }
+    return 0;
+}
+
+int cli_parse_range_pair(const struct cli *c, const char *what, const char *arg, double out[2])
+{
+    double v[2];
+    if (parse_numbers(arg, 2, 1, v) == 0 && v[0] > 0 && v[0] <= v[1]) {
+        out[0] = v[0];
+        out[1] = v[1];
+        return 0;
+    }
+    cli_error(c, "%s wants A,B with 0 < A <= B (numbers or fractions like 3/4), not '%s'", what,
+              arg);
+    return -1;
+}
+
+int cli_parse_channels(const struct cli *c, const char *what, const char *arg, int nonzero,
+                       float out[3])
+{
+    double v[3];
+    if (parse_numbers(arg, 3, 0, v) == 0) {
+        int ok = 1;
+        for (int i = 0; i < 3; i++) {
+            out[i] = (float)v[i];
+            ok = ok && isfinite(out[i]) && (!nonzero || out[i] != 0.0f);
+        }
+        if (ok)
+            return 0;
+    }
+    cli_error(c, "%s wants three numbers a,b,c (one per channel R, G, B%s), not '%s'", what,
+              nonzero ? ", none 0" : "", arg);
+    return -1;
+}
+
 void cli_prep_init(struct cli_prep *o)
 {
     static const struct sophon_prep_params defaults = SOPHON_PREP_PARAMS_INIT;
+    static const struct sophon_crop_policy policy = SOPHON_CROP_POLICY_INIT;
     memset(o, 0, sizeof(*o));
     o->p = defaults;
+    o->transform = SOPHON_TRANSFORM_TRAIN;
+    o->resize = 256;
+    o->policy = policy;
 }
 
 int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char *arg)
@@ -324,6 +404,7 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
         }
         o->p.out_w = (uint32_t)v[0];
         o->p.out_h = (uint32_t)v[1];
+        o->have_size = 1;
         return 1;
     case CLI_OPT_FLIP:
         o->p.flip = 1;
@@ -338,6 +419,38 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
     case CLI_OPT_FAST:
         o->p.fast = 1;
         return 1;
+    case CLI_OPT_TRANSFORM: {
+        int t = cli_parse_transform(c, arg);
+        if (t < 0)
+            return -1;
+        o->transform = t;
+        return 1;
+    }
+    case CLI_OPT_RESIZE:
+        if (cli_parse_range(c, "--resize", arg, 1, SOPHON_MAX_RESIZE_SIDE, &v[0]) < 0)
+            return -1;
+        o->resize = (uint32_t)v[0];
+        return 1;
+    case CLI_OPT_SCALE: {
+        double r[2];
+        if (cli_parse_range_pair(c, "--scale", arg, r) < 0)
+            return -1;
+        o->policy.scale_min = r[0];
+        o->policy.scale_max = r[1];
+        return 1;
+    }
+    case CLI_OPT_RATIO: {
+        double r[2];
+        if (cli_parse_range_pair(c, "--ratio", arg, r) < 0)
+            return -1;
+        o->policy.ratio_min = r[0];
+        o->policy.ratio_max = r[1];
+        return 1;
+    }
+    case CLI_OPT_MEAN:
+        return cli_parse_channels(c, "--mean", arg, 0, o->p.mean) < 0 ? -1 : 1;
+    case CLI_OPT_STD:
+        return cli_parse_channels(c, "--std", arg, 1, o->p.std) < 0 ? -1 : 1;
     case 'o':
         o->output = arg;
         return 1;
@@ -346,15 +459,51 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
     }
 }
 
+int cli_prep_needs_size(const struct cli_prep *o)
+{
+    return o->have_seed || o->transform == SOPHON_TRANSFORM_VAL;
+}
+
+/* val: Resize(resize) + CenterCrop(size) of the whole image, nothing else. */
+static int finish_val(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height)
+{
+    if (o->have_box || o->have_seed || o->p.flip) {
+        cli_error(c, "--transform val takes the whole image and does not flip: no --box, --seed "
+                     "or --flip");
+        return -1;
+    }
+    if (o->p.out_w != o->p.out_h) {
+        cli_error(c, "--transform val crops a square: --size N, not %ux%u", o->p.out_w, o->p.out_h);
+        return -1;
+    }
+    if (o->resize < o->p.out_w) {
+        cli_error(c,
+                  "--resize %u is smaller than --size %u: torchvision would pad the centre crop "
+                  "with black, which sophon does not do",
+                  o->resize, o->p.out_w);
+        return -1;
+    }
+    if (sophon_prep_set_val(&o->p, width, height, o->resize, o->p.out_w) < 0) {
+        cli_error(c,
+                  "no Resize(%u) + CenterCrop(%u) of a %ux%u image: a resized side would be "
+                  "over %u",
+                  o->resize, o->p.out_w, width, height, SOPHON_MAX_RESIZE_SIDE);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height)
 {
+    if (o->transform == SOPHON_TRANSFORM_VAL)
+        return finish_val(c, o, width, height);
     if (o->have_box == o->have_seed) {
-        cli_error(c, "give either --box X,Y,W,H or --seed S");
+        cli_error(c, "give either --box X,Y,W,H or --seed S (or --transform val)");
         return -1;
     }
     if (o->have_seed) {
         uint8_t flip = o->p.flip;
-        if (sophon_draw_crop(&o->p, o->seed, o->epoch, o->index, width, height, NULL) < 0) {
+        if (sophon_draw_crop(&o->p, o->seed, o->epoch, o->index, width, height, &o->policy) < 0) {
             cli_error(c, "cannot draw a crop for a %ux%u image", width, height);
             return -1;
         }

@@ -14,6 +14,7 @@
 #include <rados/librados.h>
 
 #include "prep.h"
+#include "sampler.h"
 
 struct cli {
     const char *prog;    /* "sophon version", for messages */
@@ -109,10 +110,26 @@ int cli_parse_policy(const struct cli *c, const char *s);
  * returns -1 for anything else. */
 int cli_parse_format(const struct cli *c, const char *arg);
 
-/* The request options of `sophon prep` and `sophon exec`. */
+/* --transform: "train" or "val" as an enum sophon_transform (sophon.h); prints why and returns
+ * -1 for anything else. */
+int cli_parse_transform(const struct cli *c, const char *arg);
+
+/* --scale, --ratio: "A,B" with 0 < A <= B, each a decimal number or a fraction like 3/4; prints
+ * why and returns -1 if arg is not one. */
+int cli_parse_range_pair(const struct cli *c, const char *what, const char *arg, double out[2]);
+
+/* --mean, --std: "a,b,c", finite numbers (not 0 for nonzero); prints why and returns -1 if arg
+ * is not that. */
+int cli_parse_channels(const struct cli *c, const char *what, const char *arg, int nonzero,
+                       float out[3]);
+
+/* The request options of `sophon prep`, `exec` and `bench`. */
 struct cli_prep {
     struct sophon_prep_params p;
-    int have_box, have_seed;
+    int have_box, have_seed, have_size;
+    int transform;                    /* enum sophon_transform */
+    uint32_t resize;                  /* val: Resize(resize); default 256 */
+    struct sophon_crop_policy policy; /* --seed: RandomResizedCrop's scale and ratio */
     uint64_t seed, epoch, index;
     const char *output; /* -o */
 };
@@ -127,6 +144,12 @@ enum {
     CLI_OPT_FLIP,
     CLI_OPT_FORMAT,
     CLI_OPT_FAST,
+    CLI_OPT_TRANSFORM,
+    CLI_OPT_RESIZE,
+    CLI_OPT_SCALE,
+    CLI_OPT_RATIO,
+    CLI_OPT_MEAN,
+    CLI_OPT_STD,
     CLI_OPT_FIRST_CMD,
 };
 /* clang-format off */
@@ -139,25 +162,42 @@ enum {
     {"flip", no_argument, NULL, CLI_OPT_FLIP},                                                     \
     {"format", required_argument, NULL, CLI_OPT_FORMAT},                                           \
     {"fast", no_argument, NULL, CLI_OPT_FAST},                                                     \
+    {"transform", required_argument, NULL, CLI_OPT_TRANSFORM},                                     \
+    {"resize", required_argument, NULL, CLI_OPT_RESIZE},                                           \
+    {"scale", required_argument, NULL, CLI_OPT_SCALE},                                             \
+    {"ratio", required_argument, NULL, CLI_OPT_RATIO},                                             \
+    {"mean", required_argument, NULL, CLI_OPT_MEAN},                                               \
+    {"std", required_argument, NULL, CLI_OPT_STD},                                                 \
     {"output", required_argument, NULL, 'o'}
 /* clang-format on */
 
 #define CLI_PREP_HELP                                                                              \
     "Request options:\n"                                                                           \
-    "      --box X,Y,W,H   crop box in source pixels\n"                                            \
-    "      --seed S        draw box and flip as torchvision's RandomResizedCrop does, from seed\n" \
-    "                      S, --epoch E (default 0) and --index I (default 0)\n"                   \
-    "      --size N|WxH    output size (default 224)\n"                                            \
-    "      --flip          flip horizontally after resizing\n"                                     \
-    "      --format F      u8 (HWC RGB, the default) or f32 (CHW float32, ImageNet-normalized)\n"  \
+    "      --transform T   train (the default: a crop box, resized to the output) or val\n"        \
+    "                      (torchvision's Resize(--resize) + CenterCrop(--size) of the image)\n"   \
+    "      --box X,Y,W,H   train: crop box in source pixels\n"                                     \
+    "      --seed S        train: draw box and flip as torchvision's RandomResizedCrop and\n"      \
+    "                      RandomHorizontalFlip do, from seed S, --epoch E (default 0) and\n"      \
+    "                      --index I (default 0)\n"                                                \
+    "      --scale A,B     --seed: RandomResizedCrop's scale (default 0.08,1)\n"                   \
+    "      --ratio A,B     --seed: its aspect ratios, e.g. 3/4,4/3 (the default)\n"                \
+    "      --size N|WxH    output size (default 224; val: N only)\n"                               \
+    "      --resize N      val: the shorter side before the centre crop (default 256)\n"           \
+    "      --flip          train: flip horizontally after resizing\n"                              \
+    "      --format F      u8 (HWC RGB, the default) or f32 (CHW float32, normalized)\n"           \
+    "      --mean a,b,c    f32: Normalize's mean (default ImageNet's 0.485,0.456,0.406)\n"         \
+    "      --std a,b,c     f32: Normalize's std (default 0.229,0.224,0.225)\n"                     \
     "      --fast          fast mode: DCT-domain scaling and fast IDCT (not exact)\n"              \
     "  -o, --output OUT    write the output: OUT.ppm or OUT.png as an image, else raw bytes\n"
 
 void cli_prep_init(struct cli_prep *o);
 /* Handles a request option: 1 handled, 0 not one, -1 invalid (after printing why). */
 int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char *arg);
+/* Whether the request needs the image's size first (--seed, or --transform val). */
+int cli_prep_needs_size(const struct cli_prep *o);
 /* Completes the request for an image of width x height: draws box and flip from the seed if
- * --seed was given. Returns 0, or -1 after printing why the request is incomplete. */
+ * --seed was given, or sets val's geometry. Returns 0, or -1 after printing why the request is
+ * incomplete or impossible. */
 int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height);
 
 /* Reads a whole file (at most max bytes). Returns 0 or a negative errno. */

@@ -9,15 +9,18 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "sophon.h"
 #include "prep_call.h"
 #include "sampler.h"
 
 static const char usage[] =
     "Usage: sophon bench -p POOL [--objects N] [--prefix P] [--jobs J] [--repeat R]\n"
-    "                    [--seed S] [--size N|WxH] [--format u8|f32] [--fast]\n"
+    "                    [--seed S] [--transform train|val] [--size N|WxH] [--format u8|f32]\n"
+    "                    [--fast]\n"
     "Reads every object of the pool (or the first N named with prefix P) as stored, then has\n"
-    "the OSDs prepare each one (RandomResizedCrop boxes drawn from --seed), J operations in\n"
-    "flight, and prints calls/s, bytes stored and received, and the OSDs' CPU time per call.\n\n"
+    "the OSDs prepare each one (RandomResizedCrop boxes drawn from --seed, or the validation\n"
+    "transform), J operations in flight, and prints calls/s, bytes stored and received, and the\n"
+    "OSDs' CPU time per call.\n\n"
     "      --objects N     at most N objects (default: all)\n"
     "      --prefix P      only objects whose name starts with P\n"
     "      --jobs J        operations in flight (default 16)\n"
@@ -187,8 +190,15 @@ static int run(struct cli *c, const struct object *objs, size_t n, int prep,
             head = (head + 1) % jobs;
             inflight--;
         }
-        if (prep)
-            sophon_draw_crop(&p, o->seed, k / n, k % n, obj->width, obj->height, NULL);
+        if (prep && o->transform == SOPHON_TRANSFORM_VAL)
+            r = sophon_prep_set_val(&p, obj->width, obj->height, o->resize, o->p.out_w);
+        else if (prep)
+            r = sophon_draw_crop(&p, o->seed, k / n, k % n, obj->width, obj->height, &o->policy);
+        if (r < 0) {
+            cli_error(c, "%s: no request of this transform for a %ux%u image", obj->name,
+                      obj->width, obj->height);
+            break;
+        }
         r = start_op(c, &ops[(head + inflight) % jobs], obj, prep, &p, wire);
         if (r < 0) {
             /* The operations in flight still write into their buffers: wait for them. */
@@ -319,6 +329,13 @@ int cmd_bench(int argc, char **argv)
     r = sophon__class_wire(&wire, c->io, objs[0].name);
     if (r < 0) {
         cli_class_error(c, "sophon.version", objs[0].name, r);
+        goto done;
+    }
+    if (o->transform == SOPHON_TRANSFORM_VAL && wire < SOPHON_WIRE_V2) {
+        cli_error(c,
+                  "the sophon class in the OSDs speaks wire format %u, which cannot carry the "
+                  "validation transform: deploy this sophon version on the OSDs",
+                  (unsigned)wire);
         goto done;
     }
     if (run(c, objs, n, 0, o, a.jobs, a.repeat, wire, &read_t) < 0 ||

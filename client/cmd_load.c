@@ -28,6 +28,14 @@ static const char usage[] =
     "      --batch B           samples per batch (default 32)\n"
     "      --shard R/N         this process is rank R of N loaders splitting each epoch\n"
     "      --format F          f32 (CHW float32, default) or u8 (HWC bytes)\n"
+    "      --transform T       train (default: RandomResizedCrop + RandomHorizontalFlip, each\n"
+    "                          epoch shuffled) or val (Resize + CenterCrop, dataset order)\n"
+    "      --size N            side of the samples (default 224)\n"
+    "      --resize N          val: the shorter side before the centre crop (default 256)\n"
+    "      --scale A,B         train: RandomResizedCrop's scale (default 0.08,1)\n"
+    "      --ratio A,B         train: its aspect ratios (default 3/4,4/3)\n"
+    "      --mean a,b,c        f32: Normalize's mean (default 0.485,0.456,0.406)\n"
+    "      --std a,b,c         f32: Normalize's std (default 0.229,0.224,0.225)\n"
     "      --out DIR           write DIR/epoch-E.data (samples in order) and DIR/epoch-E.index\n"
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
@@ -181,6 +189,13 @@ enum {
     OPT_BACKOFF,
     OPT_TIMEOUT,
     OPT_NO_ADAPT,
+    OPT_TRANSFORM,
+    OPT_SIZE,
+    OPT_RESIZE,
+    OPT_SCALE,
+    OPT_RATIO,
+    OPT_MEAN,
+    OPT_STD,
 };
 
 static const struct option longopts[] = {
@@ -204,6 +219,13 @@ static const struct option longopts[] = {
     {"backoff-ms", required_argument, NULL, OPT_BACKOFF},
     {"op-timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-adapt", no_argument, NULL, OPT_NO_ADAPT},
+    {"transform", required_argument, NULL, OPT_TRANSFORM},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"resize", required_argument, NULL, OPT_RESIZE},
+    {"scale", required_argument, NULL, OPT_SCALE},
+    {"ratio", required_argument, NULL, OPT_RATIO},
+    {"mean", required_argument, NULL, OPT_MEAN},
+    {"std", required_argument, NULL, OPT_STD},
     {NULL, 0, NULL, 0},
 };
 
@@ -297,6 +319,29 @@ static int load_option(void *arg_, int opt, const char *arg)
     case OPT_NO_ADAPT:
         o->no_adapt = 1;
         return 1;
+    case OPT_TRANSFORM:
+        r = f = cli_parse_transform(c, arg);
+        if (f >= 0)
+            o->transform = f;
+        break;
+    case OPT_SIZE:
+        r = parse_unsigned(c, "--size", arg, 1, SOPHON_MAX_SIDE, &o->size);
+        break;
+    case OPT_RESIZE:
+        r = parse_unsigned(c, "--resize", arg, 1, SOPHON_MAX_RESIZE_SIDE, &o->resize);
+        break;
+    case OPT_SCALE:
+        r = cli_parse_range_pair(c, "--scale", arg, o->scale);
+        break;
+    case OPT_RATIO:
+        r = cli_parse_range_pair(c, "--ratio", arg, o->ratio);
+        break;
+    case OPT_MEAN:
+        r = cli_parse_channels(c, "--mean", arg, 0, o->mean);
+        break;
+    case OPT_STD:
+        r = cli_parse_channels(c, "--std", arg, 1, o->std);
+        break;
     default:
         return 0;
     }
@@ -324,6 +369,13 @@ static int parse_args(int argc, char **argv, struct load_args *a, int *code)
         cli_error(&a->c, "--out and --discard exclude each other");
         return -1;
     }
+    if (a->o.transform == SOPHON_TRANSFORM_VAL && a->o.resize < a->o.size) {
+        cli_error(&a->c,
+                  "--resize %u is smaller than --size %u: torchvision would pad the centre crop "
+                  "with black, which sophon does not do",
+                  a->o.resize, a->o.size);
+        return -1;
+    }
     if (a->out_dir != NULL && mkdir(a->out_dir, 0777) < 0 && errno != EEXIST) {
         cli_error(&a->c, "cannot create %s: %s", a->out_dir, strerror(errno));
         *code = 1;
@@ -349,9 +401,10 @@ static int open_loader(struct load_args *a, sophon_loader **l)
         cli_error(c, "cannot load dataset %s from pool %s: %s", a->dataset, c->pool, strerror(-r));
         return -1;
     }
-    printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s\n", a->dataset,
-           sophon_loader_dataset_size(*l), sophon_loader_classes(*l), a->o.rank, a->o.world,
-           a->o.batch_size, sophon_format_name(a->o.format));
+    printf("dataset %s: %zu samples, %zu classes; shard %u/%u, batch %u, %s %ux%u, %s\n",
+           a->dataset, sophon_loader_dataset_size(*l), sophon_loader_classes(*l), a->o.rank,
+           a->o.world, a->o.batch_size, a->o.transform == SOPHON_TRANSFORM_VAL ? "val" : "train",
+           a->o.size, a->o.size, sophon_format_name(a->o.format));
     fflush(stdout);
     return 0;
 }

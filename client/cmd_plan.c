@@ -16,7 +16,7 @@
 static const char usage[] =
     "Usage: sophon plan (-p POOL [--dataset NAME] | --records FILE.csv) --net RATE\n"
     "                   --storage-cores N --client-cores N [--gpu SAMPLES/S] [--format u8|f32]\n"
-    "                   [--storage-speed X] [--policy P | --compare] [--out FILE.csv]\n"
+    "                   [--storage-speed X] [--size N] [--policy P | --compare] [--out FILE.csv]\n"
     "Plans at which stage each object leaves the OSD, from the dataset's records (`sophon\n"
     "profile`) or a CSV file: sophon-records, or the SOPHON paper's OpenImages profile (its\n"
     "CPU costs then come from the cost model calibrated on real JPEGs). Prints, per policy, the\n"
@@ -29,6 +29,8 @@ static const char usage[] =
     "      --format F          what training consumes: f32 (default) or u8\n"
     "      --storage-speed X   an OSD core's speed relative to a client core (default: the\n"
     "                          dataset's calibration, else 1)\n"
+    "      --size N            plan for N x N samples (default: the records' own figures, 224);\n"
+    "                          the CPU costs stay the records'\n"
     "      --policy P          none, all, resize, sophon, selective (default), oracle\n"
     "      --compare           every policy (the default when --policy is not given)\n"
     "      --out FILE.csv      the chosen policy's plan: object name and stage per "
@@ -79,6 +81,7 @@ enum {
     OPT_POLICY,
     OPT_COMPARE,
     OPT_OUT,
+    OPT_SIZE,
 };
 
 static const struct option longopts[] = {
@@ -94,6 +97,7 @@ static const struct option longopts[] = {
     {"policy", required_argument, NULL, OPT_POLICY},
     {"compare", no_argument, NULL, OPT_COMPARE},
     {"out", required_argument, NULL, OPT_OUT},
+    {"size", required_argument, NULL, OPT_SIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -105,6 +109,7 @@ struct plan_args {
     int have_net, have_storage, have_client;
     int policy, compare; /* policy -1: not given */
     double speed;        /* --storage-speed, 0: not given */
+    uint64_t size;       /* --size, 0: not given */
 };
 
 /* One option of sophon plan's own: 1 handled, 0 not one of them, -1 invalid (said why). */
@@ -148,6 +153,8 @@ static int plan_option(void *arg_, int opt, const char *arg)
     case OPT_POLICY:
         r = a->policy = cli_parse_policy(c, arg);
         break;
+    case OPT_SIZE:
+        return cli_parse_range(c, "--size", arg, 1, SOPHON_MAX_SIDE, &a->size) < 0 ? -1 : 1;
     case OPT_COMPARE:
         a->compare = 1;
         return 1;
@@ -214,6 +221,8 @@ static int load_records(struct plan_args *a, sophon_records **set)
     }
     if (a->speed > 0)
         a->budget.storage_speed = a->speed;
+    if (a->size > 0)
+        sophon_records_set_side(*set, (uint32_t)a->size);
     return 0;
 }
 

@@ -14,17 +14,19 @@
 #include "sophon.h"
 
 static const char prep_usage[] =
-    "Usage: sophon prep FILE (--box X,Y,W,H | --seed S) [--size N|WxH] [--flip] [--format u8|f32]\n"
-    "                   [--fast] [-o OUT]\n"
+    "Usage: sophon prep FILE (--box X,Y,W,H | --seed S | --transform val) [--size N|WxH]\n"
+    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [-o OUT] [options]\n"
     "Decodes, crops, resizes and flips a JPEG file here, as the OSD class would (no cluster\n"
     "needed), and prints what it took.\n\n" CLI_PREP_HELP;
 
 static const char exec_usage[] =
-    "Usage: sophon exec -p POOL OBJ (--box X,Y,W,H | --seed S) [--size N|WxH] [--flip]\n"
-    "                   [--format u8|f32] [--fast] [-o OUT] [--local]\n"
+    "Usage: sophon exec -p POOL OBJ (--box X,Y,W,H | --seed S | --transform val) [--size N|WxH]\n"
+    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [-o OUT] [--local]\n"
     "Runs the prep request in the OSD holding OBJ and prints the bytes stored, the bytes\n"
     "returned and the OSD's CPU time. --local reads the object and runs the same request here\n"
-    "instead; the output is byte-identical.\n\n" CLI_PREP_HELP
+    "instead; the output is byte-identical. A request the class's wire format cannot carry (the\n"
+    "validation transform, for a class of wire format 1) is prepared here, and said "
+    "so.\n\n" CLI_PREP_HELP
     "      --local         prepare on this client instead of in the OSD\n\n" CLI_COMMON_HELP;
 
 /* Explains a pipeline errno when only the number is known (the OSD's reply). */
@@ -61,8 +63,12 @@ static void read_error(const struct cli *c, const char *name, int err)
 static void print_result(const char *name, const struct sophon_response *h, size_t resp_len,
                          const struct sophon_prep_params *p, const char *where)
 {
-    printf("%s: box %u,%u,%u,%u%s -> %ux%u %s%s\n", name, p->box_x, p->box_y, p->box_w, p->box_h,
-           p->flip ? " flipped" : "", h->width, h->height, sophon_format_name(h->format),
+    char resized[64] = "";
+    if (p->resize_w != 0)
+        snprintf(resized, sizeof(resized), " resized to %ux%u, window at %u,%u", p->resize_w,
+                 p->resize_h, p->win_x, p->win_y);
+    printf("%s: box %u,%u,%u,%u%s%s -> %ux%u %s%s\n", name, p->box_x, p->box_y, p->box_w, p->box_h,
+           resized, p->flip ? " flipped" : "", h->width, h->height, sophon_format_name(h->format),
            h->fast ? " (fast)" : "");
     printf("  stored %llu bytes, returned %zu bytes (%.2fx), %s CPU %.3f ms\n",
            (unsigned long long)h->source_bytes, resp_len,
@@ -95,7 +101,7 @@ static int prep_here(const struct cli *c, struct cli_prep *o, const char *name, 
     char err[256];
     int r;
 
-    if (o->have_seed) {
+    if (cli_prep_needs_size(o)) {
         r = sophon_probe(&info, jpeg, len, err, sizeof(err));
         if (r < 0) {
             cli_error(c, "%s: %s (%s)", name, err, strerror(-r));
@@ -181,6 +187,24 @@ int cmd_prep(int argc, char **argv)
     return code;
 }
 
+/* exec --local: the object read and the request run here. Returns the exit code. */
+static int read_and_prep_here(const struct cli *c, struct cli_prep *o, const char *oid)
+{
+    uint8_t *jpeg;
+    size_t len;
+    int r = sophon__read_object(&jpeg, &len, c->io, oid, SOPHON_MAX_OBJECT_BYTES);
+    if (r < 0) {
+        if (r == -ENOENT)
+            cli_error(c, "no object %s in pool %s", oid, c->pool);
+        else
+            read_error(c, oid, r);
+        return 1;
+    }
+    r = prep_here(c, o, oid, jpeg, len);
+    free(jpeg);
+    return r;
+}
+
 /* On -EOPNOTSUPP: a missing class, or a JPEG the class does not handle? version tells. */
 static void exec_error(struct cli *c, const char *oid, int err)
 {
@@ -213,42 +237,40 @@ int cmd_exec(int argc, char **argv)
         return 2;
     }
     const char *oid = argv[optind];
-    if (o.have_box == o.have_seed) {
-        cli_error(&c, "give either --box X,Y,W,H or --seed S");
+    if (o.transform == SOPHON_TRANSFORM_TRAIN && o.have_box == o.have_seed) {
+        cli_error(&c, "give either --box X,Y,W,H or --seed S (or --transform val)");
         return 2;
     }
     if (cli_connect(&c) < 0)
         return 1;
     code = 1;
     if (local) {
-        uint8_t *jpeg;
-        size_t len;
-        r = sophon__read_object(&jpeg, &len, c.io, oid, SOPHON_MAX_OBJECT_BYTES);
-        if (r < 0) {
-            if (r == -ENOENT)
-                cli_error(&c, "no object %s in pool %s", oid, c.pool);
-            else
-                read_error(&c, oid, r);
-            goto done;
-        }
-        code = prep_here(&c, &o, oid, jpeg, len);
-        free(jpeg);
+        code = read_and_prep_here(&c, &o, oid);
         goto done;
     }
-    if (o.have_seed) {
+    if (cli_prep_needs_size(&o)) {
         struct sophon_probe_reply pr;
         r = sophon__remote_probe(&pr, c.io, oid);
         if (r < 0) {
             exec_error(&c, oid, r);
             goto done;
         }
-        if (cli_prep_finish(&c, &o, pr.info.width, pr.info.height) < 0)
+        if (cli_prep_finish(&c, &o, pr.info.width, pr.info.height) < 0) {
+            code = 2; /* a request that cannot be made, as prep says */
             goto done;
+        }
     }
     char *resp;
     size_t resp_len;
     uint16_t wire;
     r = sophon__class_wire(&wire, c.io, oid);
+    if (r == 0 && !sophon_request_fits(&o.p, wire)) {
+        printf("the sophon class in the OSD speaks wire format %u, which cannot carry this "
+               "request: prepared here from the stored object\n",
+               (unsigned)wire);
+        code = read_and_prep_here(&c, &o, oid);
+        goto done;
+    }
     if (r == 0)
         r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &o.p, wire);
     if (r < 0) {

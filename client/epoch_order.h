@@ -18,4 +18,9 @@
 int sophon__epoch_order(uint64_t **out, size_t *count, size_t n, uint64_t seed, uint64_t epoch,
                         unsigned rank, unsigned world);
 
+/* The same without the shuffle (validation): shard rank/world of the dataset order 0 .. n - 1,
+ * positions rank, rank + world, ... Returns 0, -EINVAL, -ENOMEM. */
+int sophon__epoch_order_sequential(uint64_t **out, size_t *count, size_t n, unsigned rank,
+                                   unsigned world);
+
 #endif

@@ -50,6 +50,7 @@ struct slot {
     unsigned attempts;
     double not_before; /* monotonic seconds, for a retry */
     int rc;            /* the operation's result (bytes read for a plain read) */
+    int params_rc;     /* 0, or why the transform has no request for this image */
     struct sophon_prep_params p;
     rados_completion_t c;
     rados_read_op_t rop;
@@ -77,6 +78,7 @@ struct sophon_loader {
     rados_ioctx_t io;
     struct sophon_dataset ds;
     size_t sample_bytes;
+    struct sophon_crop_policy crop; /* train: RandomResizedCrop's scale and ratio, the flip */
 
     pthread_mutex_t mu, log_mu;
     pthread_cond_t cv_disp, cv_work, cv_done;
@@ -175,7 +177,10 @@ static void on_complete(rados_completion_t c, void *arg)
 static void issue(struct sophon_loader *l, struct slot *s)
 {
     const struct sophon_record *rec = record(l, s->index);
-    int r = rados_aio_create_completion2(s, on_complete, &s->c);
+    int r = s->params_rc;
+    if (r < 0)
+        goto failed;
+    r = rados_aio_create_completion2(s, on_complete, &s->c);
     if (r < 0)
         goto failed;
     if (s->stage == SOPHON_STAGE_STORED) {
@@ -246,6 +251,25 @@ static int can_issue(const struct sophon_loader *l)
     return l->issued < l->m && l->issued / b < l->released / b + l->nbufs;
 }
 
+/*
+ * The request of dataset sample `index` in the current epoch: the transform's geometry (for
+ * train the box and flip drawn from (seed, epoch, index)), the format and the normalization.
+ * Returns 0, or -EINVAL when the transform has no geometry for the image (a Resize that would
+ * make a side over SOPHON_MAX_RESIZE_SIDE); the sample then fails with it.
+ */
+static int sample_params(const struct sophon_loader *l, uint64_t index,
+                         const struct sophon_record *rec, struct sophon_prep_params *p)
+{
+    *p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
+    p->format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
+    memcpy(p->mean, l->o.mean, sizeof(p->mean));
+    memcpy(p->std, l->o.std, sizeof(p->std));
+    if (l->o.transform == SOPHON_TRANSFORM_VAL)
+        return sophon_prep_set_val(p, rec->width, rec->height, l->o.resize, l->o.size);
+    p->out_w = p->out_h = l->o.size;
+    return sophon_draw_crop(p, l->seed, l->epoch, index, rec->width, rec->height, &l->crop);
+}
+
 static void *dispatcher_main(void *arg)
 {
     struct sophon_loader *l = arg;
@@ -276,12 +300,11 @@ static void *dispatcher_main(void *arg)
                 s->pos = l->issued++;
                 s->index = l->order[s->pos];
                 s->planned = l->plan->stage[s->index];
-                s->stage = l->class_ok ? s->planned : SOPHON_STAGE_STORED;
                 rec = record(l, s->index);
-                s->p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
-                s->p.out_w = s->p.out_h = SOPHON_LOADER_SIDE;
-                sophon_draw_crop(&s->p, l->seed, l->epoch, s->index, rec->width, rec->height, NULL);
-                s->p.format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
+                s->params_rc = sample_params(l, s->index, rec, &s->p);
+                /* What the class's wire version cannot carry is prepared here. */
+                s->stage = l->class_ok && sophon_request_fits(&s->p, l->wire) ? s->planned
+                                                                              : SOPHON_STAGE_STORED;
                 s->state = SLOT_INFLIGHT;
                 l->inflight++;
                 batch[k++] = s;
@@ -382,8 +405,7 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
     res->bytes = s->resp_len;
     res->got_stage = s->stage;
     if (sophon_response_decode(&h, &payload, (const uint8_t *)s->resp, s->resp_len) < 0 ||
-        h.format != want || h.width != SOPHON_LOADER_SIDE || h.height != SOPHON_LOADER_SIDE ||
-        h.flip != s->p.flip) {
+        h.format != want || h.width != l->o.size || h.height != l->o.size || h.flip != s->p.flip) {
         res->err = -EPROTO;
         say(l, "%s: the OSD's reply is not the sample asked for (%s)", rec->name, strerror(EPROTO));
         return;
@@ -605,6 +627,12 @@ static void ask_wire(struct sophon_loader *l)
     if (sophon_records_count(l->ds.records) > 0 &&
         sophon__class_wire(&w, l->io, record(l, 0)->name) == 0)
         l->wire = w;
+    if (l->o.transform == SOPHON_TRANSFORM_VAL && l->wire < SOPHON_WIRE_V2)
+        say(l,
+            "warning: the OSDs' sophon class speaks wire format %u, which cannot carry the "
+            "validation transform: every sample is prepared here from the stored object; "
+            "deploy this sophon version (wire format %u) on the OSDs to offload it",
+            (unsigned)l->wire, (unsigned)SOPHON_WIRE_LATEST);
 }
 
 static int alloc_ring(struct sophon_loader *l)
@@ -680,8 +708,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     l->o = o;
     l->policy = policy;
     l->class_ok = 1;
-    l->sample_bytes = (size_t)SOPHON_LOADER_SIDE * SOPHON_LOADER_SIDE * 3 *
-                      (o.format == SOPHON_SAMPLE_F32 ? sizeof(float) : 1);
+    l->sample_bytes =
+        (size_t)o.size * o.size * 3 * (o.format == SOPHON_SAMPLE_F32 ? sizeof(float) : 1);
+    l->crop = (struct sophon_crop_policy){o.scale[0], o.scale[1], o.ratio[0], o.ratio[1],
+                                          o.transform == SOPHON_TRANSFORM_TRAIN ? 0.5 : 0.0};
     r = connect_pool(l, conf, client_id, pool);
     if (r < 0)
         goto fail;
@@ -690,6 +720,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
         say(l, "dataset %s: %s", dataset, err[0] ? err : strerror(-r));
         goto fail;
     }
+    /* The planner counts the bytes of this loader's samples (selector.h). */
+    r = sophon_records_set_side(l->ds.records, o.size);
+    if (r < 0)
+        goto fail;
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = 1.0;
     ask_wire(l);
@@ -731,8 +765,10 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     struct sophon_plan *plan = NULL;
     if (l == NULL)
         return -EINVAL;
-    int r = sophon__epoch_order(&order, &m, sophon_records_count(l->ds.records), seed, epoch,
-                                l->o.rank, l->o.world);
+    size_t n = sophon_records_count(l->ds.records);
+    int r = l->o.transform == SOPHON_TRANSFORM_VAL
+                ? sophon__epoch_order_sequential(&order, &m, n, l->o.rank, l->o.world)
+                : sophon__epoch_order(&order, &m, n, seed, epoch, l->o.rank, l->o.world);
     if (r < 0)
         return r;
 

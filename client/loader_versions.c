@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prep.h"
 #include "selector.h"
 
 /* What SOPHON_BUDGET_MEASURE stands for until the loader measures budgets: sophon plan's
@@ -19,12 +20,14 @@
 
 /*
  * Bytes of the options struct each version has, for a caller built against an older sophon.h:
- * only those are read. Versions 1 and 2 have the same fields and differ in what a 0 means; a
- * version that appends fields gets its own entry here.
+ * only those are read. Versions 1 and 2 have the same fields and differ in what a 0 means;
+ * version 3 appended the transform's.
  */
+#define OPTIONS_V2_SIZE offsetof(struct sophon_loader_options, transform)
 static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
-    [1] = sizeof(struct sophon_loader_options),
-    [2] = sizeof(struct sophon_loader_options),
+    [1] = OPTIONS_V2_SIZE,
+    [2] = OPTIONS_V2_SIZE,
+    [3] = sizeof(struct sophon_loader_options),
 };
 
 /* And of the stats struct each version has. */
@@ -69,6 +72,31 @@ static int cores_ok(double v)
     return v >= 0 && !isnan(v);
 }
 
+/* A range of RandomResizedCrop: finite, positive, in order. */
+static int range_ok(const double r[2])
+{
+    return r[0] > 0 && r[0] <= r[1] && isfinite(r[1]);
+}
+
+/* The transform and its parameters (version 3's fields). */
+static int transform_ok(const struct sophon_loader_options *o)
+{
+    if (o->transform != SOPHON_TRANSFORM_TRAIN && o->transform != SOPHON_TRANSFORM_VAL)
+        return 0;
+    if (o->size == 0 || o->size > SOPHON_MAX_SIDE || o->resize == 0 ||
+        o->resize > SOPHON_MAX_RESIZE_SIDE)
+        return 0;
+    /* torchvision pads a centre crop larger than the resized image: not supported. */
+    if (o->transform == SOPHON_TRANSFORM_VAL && o->resize < o->size)
+        return 0;
+    if (!range_ok(o->scale) || !range_ok(o->ratio))
+        return 0;
+    for (int c = 0; c < 3; c++)
+        if (!isfinite(o->mean[c]) || !isfinite(o->std[c]) || o->std[c] == 0.0f)
+            return 0;
+    return 1;
+}
+
 int sophon__loader_options_resolve(struct sophon_loader_options *out,
                                    const struct sophon_loader_options *in)
 {
@@ -100,7 +128,7 @@ int sophon__loader_options_resolve(struct sophon_loader_options *out,
         (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size == 0 ||
         o.batch_size > 65536 || o.window == 0 || o.window > 4096 || o.threads > 256 ||
         !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !cores_ok(o.storage_cores) ||
-        !cores_ok(o.client_cores))
+        !cores_ok(o.client_cores) || !transform_ok(&o))
         return -EINVAL;
     *out = o;
     return 0;

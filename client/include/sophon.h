@@ -50,11 +50,12 @@ SOPHON_API uint16_t sophon_wire_version(void);
 /* ---- the loader: training epochs of a dataset ------------------------------------------------
  *
  * A loader delivers the samples of a dataset (`sophon put --dataset NAME --labels-from-dirs`,
- * then `sophon profile`) in batches, one epoch at a time: RandomResizedCrop(224) +
- * RandomHorizontalFlip, then as u8 (HWC) or float32 (CHW, ImageNet-normalized). Where each
- * sample is prepared (in its OSD, or here from the stored JPEG) follows the selector's plan for
- * the chosen policy; the bytes delivered never depend on it. The box and flip of a sample depend
- * only on (seed, epoch, dataset index).
+ * then `sophon profile`) in batches, one epoch at a time, transformed as torchvision does on its
+ * PIL loader: for training RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip, for
+ * validation Resize(resize) + CenterCrop(size), then as u8 (HWC) or float32 (CHW, normalized
+ * with mean and std). Where each sample is prepared (in its OSD, or here from the stored JPEG)
+ * follows the selector's plan for the chosen policy; the bytes delivered never depend on it.
+ * The box and flip of a training sample depend only on (seed, epoch, dataset index).
  *
  * Thread safety: a loader is used by one thread at a time (open, epoch_start, next, close);
  * sophon_loader_stats_get may be called from any thread at any time. Distinct loaders are
@@ -64,10 +65,18 @@ SOPHON_API uint16_t sophon_wire_version(void);
 
 typedef struct sophon_loader sophon_loader;
 
-/* Sample formats: 224 x 224 x 3 bytes (HWC, RGB) or 3 x 224 x 224 host-endian floats (CHW). */
+/* Sample formats: size x size x 3 bytes (HWC, RGB) or 3 x size x size host-endian floats (CHW). */
 enum sophon_sample_format { SOPHON_SAMPLE_U8 = 0, SOPHON_SAMPLE_F32 = 1 };
 
-/* The side of the square samples a loader delivers (the planner's byte counts assume it). */
+/* The transforms of torchvision's ImageNet recipe a loader applies. */
+enum sophon_transform {
+    SOPHON_TRANSFORM_TRAIN = 0, /* RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip;
+                                 * each epoch its own shuffle */
+    SOPHON_TRANSFORM_VAL = 1,   /* Resize(resize) + CenterCrop(size): no shuffle (dataset order),
+                                 * no flip, every sample once */
+};
+
+/* The default side of the square samples a loader delivers (the option `size`). */
 #define SOPHON_LOADER_SIDE 224u
 
 /* How far a sample was prepared when it left its OSD: the index of the stats' by-stage arrays. */
@@ -87,8 +96,10 @@ enum sophon_loader_stage {
  *      not be asked for. Still accepted with that meaning.
  *   2  the INIT macro carries the defaults and every field means what it holds: 0 retries is
  *      no retry, 0 storage cores no offload. Budgets may say SOPHON_BUDGET_MEASURE.
+ *   3  appends the transform and its parameters (transform .. std). A version 1 or 2 caller
+ *      gets their defaults: RandomResizedCrop(224) with ImageNet's normalization.
  */
-#define SOPHON_LOADER_OPTIONS_VERSION 2
+#define SOPHON_LOADER_OPTIONS_VERSION 3
 
 /*
  * A budget to be measured online rather than given (bandwidth_Bps, storage_cores,
@@ -122,13 +133,24 @@ struct sophon_loader_options {
      * the loader's threads, one call at a time. */
     void (*log)(void *arg, const char *line);
     void *log_arg;
+    /* Version 3. */
+    int transform;   /* enum sophon_transform; default train */
+    unsigned size;   /* side of the square samples, 1..8192; default 224 */
+    unsigned resize; /* val: the shorter side before the centre crop, size..65536; default 256 */
+    double scale[2]; /* train: RandomResizedCrop's range of the area, 0 < [0] <= [1]; default
+                      * 0.08, 1 */
+    double ratio[2]; /* train: its range of aspect ratios, 0 < [0] <= [1]; default 3/4, 4/3 */
+    float mean[3];   /* f32: Normalize's mean and std (std finite, not 0); default ImageNet's: */
+    float std[3];    /* 0.485, 0.456, 0.406 and 0.229, 0.224, 0.225 */
 };
 
 /* clang-format off */
 #define SOPHON_LOADER_OPTIONS_INIT { SOPHON_LOADER_OPTIONS_VERSION, NULL, SOPHON_SAMPLE_U8, 32, \
                                      0, 1, 32, 0, NULL, SOPHON_BUDGET_MEASURE, \
                                      SOPHON_BUDGET_MEASURE, SOPHON_BUDGET_MEASURE, 4, 100, 30, 0, \
-                                     NULL, NULL }
+                                     NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
+                                     {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
+                                     {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f} }
 /* clang-format on */
 
 /*
@@ -139,7 +161,7 @@ struct sophon_batch {
     size_t n;                 /* samples (the epoch's last batch may be short) */
     size_t first;             /* position of the first sample in this shard's epoch */
     int format;               /* enum sophon_sample_format */
-    size_t sample_bytes;      /* 150,528 (u8) or 602,112 (f32) */
+    size_t sample_bytes;      /* size * size * 3 (u8) or size * size * 12 (f32) */
     uint8_t *data;            /* n * sample_bytes: sample k at data + k * sample_bytes */
     const int32_t *labels;    /* class of each sample (index into the classes), -1 none */
     const char *const *names; /* object name of each sample */
@@ -182,17 +204,19 @@ struct sophon_loader_stats {
  * Ceph's search path), opens `pool` and reads dataset `dataset` (its records and labels). opts
  * NULL means every default. On success *out is a loader with no epoch started; free it with
  * sophon_loader_close. Returns 0, -EINVAL (bad options: rank >= world, an unknown policy, a
- * field out of its range, a version newer than this library's), -ENOENT (no such pool, or a
- * dataset without records), -ENOMEM, or what librados says.
+ * field out of its range, resize < size for val (where torchvision pads), a version newer than
+ * this library's), -ENOENT (no such pool, or a dataset without records), -ENOMEM, or what
+ * librados says.
  */
 SOPHON_API int sophon_loader_open(sophon_loader **out, const char *conf, const char *client_id,
                                   const char *pool, const char *dataset,
                                   const struct sophon_loader_options *opts);
 
 /*
- * Starts epoch `epoch` of this shard: a shuffle of the whole dataset drawn from (seed, epoch),
- * of which this shard takes positions rank, rank + world, ... (shards differ in size by at most
- * one; together they cover the epoch exactly once). Plans placement for it (with the CPU times
+ * Starts epoch `epoch` of this shard: a shuffle of the whole dataset drawn from (seed, epoch)
+ * (for val the dataset order, the same every epoch), of which this shard takes positions rank,
+ * rank + world, ... (shards differ in size by at most one; together they cover the epoch
+ * exactly once). Plans placement for it (with the CPU times
  * measured so far, unless no_adapt) and starts the RADOS operations. An epoch still running is
  * abandoned first (its operations are waited for). Returns 0 or a negative errno.
  */

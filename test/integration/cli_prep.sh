@@ -42,7 +42,10 @@ osd_probe=$("$sophon" probe --id sophon -p "$pool" cats/a.jpg | sed 's/^[^:]*: /
 [ "$local_probe" = "$osd_probe" ] && ok "probe in the OSD says what probe here says" ||
     bad "probe: local '$local_probe', OSD '$osd_probe'"
 
-for args in "--seed 7" "--seed 8 --flip --format f32" "--box 0,0,100,80 --size 64x48"; do
+for args in "--seed 7" "--seed 8 --flip --format f32" "--box 0,0,100,80 --size 64x48" \
+    "--transform val" "--transform val --size 160 --resize 182 --format f32" \
+    "--seed 9 --size 288 --scale 0.3,0.9 --ratio 1/2,2/1" \
+    "--seed 4 --format f32 --mean 0.5,0.5,0.5 --std 0.2,0.3,0.4"; do
     # shellcheck disable=SC2086
     "$sophon" exec --id sophon -p "$pool" dogs/b.jpg $args -o "$work/osd.raw" >"$work/osd.txt" &&
         "$sophon" exec --id sophon -p "$pool" dogs/b.jpg $args --local -o "$work/local.raw" \
@@ -104,6 +107,16 @@ expect "exec without box or seed" 2 "either --box X,Y,W,H or --seed S" \
 expect "a bad --box" 2 "--box wants 4 numbers" "$sophon" prep "$work/tree/cats/a.jpg" --box 1,2,3
 expect "a bad --format" 2 "--format wants u8 or f32" \
     "$sophon" prep "$work/tree/cats/a.jpg" --box 0,0,1,1 --format f16
+expect "val takes no box" 2 "--transform val takes the whole image" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --transform val --box 0,0,1,1
+expect "val does not pad" 2 "torchvision would pad the centre crop" \
+    "$sophon" exec --id sophon -p "$pool" cats/a.jpg --transform val --size 300
+expect "a bad --ratio" 2 "--ratio wants A,B with 0 < A <= B" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 --ratio 4/3,3/4
+expect "a bad --std" 2 "--std wants three numbers a,b,c .*none 0" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 --std 0.2,0,0.2
+expect "a bad --transform" 2 "--transform wants train or val" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --transform test
 expect "help on exec" 0 "Usage: sophon exec" "$sophon" exec --help
 for o in cats/a.jpg dogs/b.jpg dogs/more/c.jpg cli.garbage; do rados -p "$pool" rm "$o"; done
 finish

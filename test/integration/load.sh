@@ -69,6 +69,42 @@ done
 cmp -s "$work/full/epoch-0.index" "$work/full/epoch-1.index" &&
     bad "epoch 1 has the order of epoch 0" || ok "each epoch has its own order"
 
+# The validation transform at another size: the dataset order, every epoch alike, the OSDs' bytes
+# (policy all) the local path's (none) and torchvision's own; shards split it as a training epoch.
+for p in none all; do
+    load "$work/val-$p" "$work/val-$p.log" --policy $p --transform val --size 160 --resize 182 \
+        --epochs 2 || bad "val $p: rc $?"
+done
+cmp -s "$work/val-none/epoch-0.data" "$work/val-all/epoch-0.data" &&
+    cmp -s "$work/val-none/epoch-0.index" "$work/val-all/epoch-0.index" &&
+    ok "val: the OSDs' epoch is byte-identical to the local one" || bad "val epochs differ"
+grep -q "^stats: .* samples=$n failed=0 .* offloaded=$n " "$work/val-all.log" &&
+    ok "val: policy all prepares every sample in the OSDs" || bad "$(grep ^stats: "$work/val-all.log")"
+cmp -s "$work/val-none/epoch-0.data" "$work/val-none/epoch-1.data" &&
+    cmp -s "$work/val-none/epoch-0.index" "$work/val-none/epoch-1.index" &&
+    ok "val: every epoch is the same" || bad "val epochs 0 and 1 differ"
+out=$("$check" torchvision "$work/val-none" 0 "$work/$ds" f32 182 160) && ok "$out" || bad "$out"
+load "$work/val-u8" "$work/val-u8.log" --policy resize --transform val --format u8 &&
+    out=$("$check" torchvision "$work/val-u8" 0 "$work/$ds" u8 256 224) && ok "$out" || bad "$out"
+load "$work/vs0" "$work/vs0.log" --policy all --transform val --size 160 --resize 182 \
+    --shard 0/2 && load "$work/vs1" "$work/vs1.log" --policy none --transform val --size 160 \
+    --resize 182 --shard 1/2 || bad "val shards failed"
+out=$("$check" shards "$work/val-none" 0 2 "$work/vs0" "$work/vs1") && ok "val: $out" || bad "$out"
+
+# Training at another size, scale and ratio: the same bytes wherever prepared, as many bytes
+# as the planner predicted for that size.
+for p in none resize; do
+    load "$work/t288-$p" "$work/t288-$p.log" --policy $p --size 288 --scale 0.25,1 \
+        --ratio 1/2,2/1 --format u8 || bad "size 288 $p: rc $?"
+done
+cmp -s "$work/t288-none/epoch-0.data" "$work/t288-resize/epoch-0.data" &&
+    [ "$(stat -c %s "$work/t288-none/epoch-0.data")" = $((n * 288 * 288 * 3)) ] &&
+    ok "size 288: the OSDs' epoch is the local one, $n samples of 288x288x3" ||
+    bad "size 288 epochs differ"
+out=$("$check" bytes "$(grep ^stats: "$work/t288-resize.log")") && ok "size 288: $out" || bad "$out"
+cmp -s "$work/t288-none/epoch-0.index" "$work/none/epoch-0.index" &&
+    ok "size 288: the same order as at 224" || bad "size 288: another order"
+
 # A key without class caps: a correct epoch through the local path, with one warning.
 if "$sophon" load --id sophon-read -p "$pool" --dataset "$ds" --batch 7 --policy all \
     --out "$work/ro" >"$work/ro.log" 2>"$work/ro.err"; then

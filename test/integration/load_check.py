@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """load_check.py - checks `sophon load --out` directories.
 
   same A B            epoch files of A and B are byte-identical (data and index)
@@ -6,6 +6,11 @@
                       shard directories S0..S(N-1) of epoch EPOCH cover the epoch of FULL
                       exactly once, sample for sample (shard r's k-th sample is position r + k*N)
   bytes STATS_LINE    bytes within 1% of predicted (a `stats:` line)
+  torchvision DIR EPOCH ROOT FORMAT RESIZE SIZE
+                      every sample of a validation epoch is torchvision 0.14's
+                      Compose([Resize(RESIZE), CenterCrop(SIZE)]) of ROOT/OBJECT on its PIL
+                      loader: u8 byte for byte, f32 as ToTensor + Normalize(ImageNet) within
+                      1e-6; and the epoch is in dataset order (Debian's /usr/bin/python3)
 """
 import os
 import sys
@@ -21,6 +26,37 @@ def read_epoch(d, e):
         sys.exit(f"{d}: {len(data)} bytes for {n} samples")
     size = len(data) // n
     return idx, [data[k * size:(k + 1) * size] for k in range(n)]
+
+
+def check_torchvision(d, epoch, root, fmt, resize, size):
+    import numpy  # pylint: disable=import-outside-toplevel
+    from PIL import Image  # pylint: disable=import-outside-toplevel
+    from torchvision import transforms  # pylint: disable=import-outside-toplevel
+
+    val = transforms.Compose([transforms.Resize(int(resize)), transforms.CenterCrop(int(size))])
+    norm = transforms.Compose([transforms.ToTensor(),
+                               transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    idx, data = read_epoch(d, epoch)
+    if [int(line[1]) for line in idx] != sorted(int(line[1]) for line in idx):
+        sys.exit(f"{d}: epoch {epoch} is not in dataset order")
+    worst = 0.0
+    for line, sample in zip(idx, data):
+        with Image.open(os.path.join(root, line[4])) as im:
+            ref = val(im.convert("RGB"))
+        if fmt == "u8":
+            if ref.tobytes() != sample:
+                sys.exit(f"{line[4]}: differs from torchvision's Resize + CenterCrop")
+            continue
+        got = numpy.frombuffer(sample, dtype=numpy.float32)
+        want = norm(ref).numpy().ravel()
+        if got.shape != want.shape:
+            sys.exit(f"{line[4]}: {got.shape} floats, torchvision has {want.shape}")
+        worst = max(worst, float(numpy.abs(got - want).max()))
+        if worst > 1e-6:
+            sys.exit(f"{line[4]}: differs from torchvision's tensor by {worst}")
+    print(f"{len(idx)} samples of epoch {epoch} are torchvision's Resize({resize}) + "
+          f"CenterCrop({size}) ({fmt}" + (f", largest difference {worst:g})" if fmt == "f32" else
+                                          ", byte for byte)"))
 
 
 def main():
@@ -50,8 +86,10 @@ def main():
         if abs(got - want) > 0.01 * want:
             sys.exit(f"{kv['policy']}: received {got} bytes, planner predicted {want}")
         print(f"{kv['policy']}: received {got} bytes, predicted {want}")
+    elif what == "torchvision":
+        check_torchvision(*sys.argv[2:8])
     else:
-        sys.exit("usage: load_check.py shards|bytes ...")
+        sys.exit("usage: load_check.py shards|bytes|torchvision ...")
 
 
 main()

@@ -92,6 +92,30 @@ static void test_same_order_as_ever(void **state)
     free(o);
 }
 
+/* Validation: the dataset order, split as the shuffled one is. */
+static void test_sequential(void **state)
+{
+    uint64_t *o;
+    size_t n, i;
+
+    (void)state;
+    assert_int_equal(sophon__epoch_order_sequential(&o, &n, 10, 0, 1), 0);
+    assert_int_equal(n, 10);
+    for (i = 0; i < n; i++)
+        assert_int_equal(o[i], i);
+    free(o);
+    assert_int_equal(sophon__epoch_order_sequential(&o, &n, 10, 1, 3), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(o[0], 1);
+    assert_int_equal(o[1], 4);
+    assert_int_equal(o[2], 7);
+    free(o);
+    assert_int_equal(sophon__epoch_order_sequential(&o, &n, 0, 0, 1), 0);
+    assert_int_equal(n, 0);
+    free(o);
+    assert_int_equal(sophon__epoch_order_sequential(&o, &n, 10, 3, 3), -EINVAL);
+}
+
 static void test_bad_arguments(void **state)
 {
     uint64_t *o;
@@ -109,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_permutation_deterministic),
         cmocka_unit_test(test_shards_cover_once),
         cmocka_unit_test(test_same_order_as_ever),
+        cmocka_unit_test(test_sequential),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

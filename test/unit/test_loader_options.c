@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,6 +47,13 @@ static void test_defaults(void **state)
         assert_int_equal(o.backoff_ms, 100);
         assert_int_equal(o.op_timeout_s, 30);
         assert_int_equal(o.no_adapt, 0);
+        assert_int_equal(o.transform, SOPHON_TRANSFORM_TRAIN);
+        assert_int_equal(o.size, 224);
+        assert_int_equal(o.resize, 256);
+        assert_true(o.scale[0] == 0.08 && o.scale[1] == 1.0);
+        assert_true(o.ratio[0] == 3.0 / 4.0 && o.ratio[1] == 4.0 / 3.0);
+        assert_true(o.mean[0] == 0.485f && o.mean[1] == 0.456f && o.mean[2] == 0.406f);
+        assert_true(o.std[0] == 0.229f && o.std[1] == 0.224f && o.std[2] == 0.225f);
     }
 }
 
@@ -92,6 +100,20 @@ static void test_refused(void **state)
     struct sophon_loader_options good = SOPHON_LOADER_OPTIONS_INIT, got;
 
     (void)state;
+    REFUSED(in.transform = 2);
+    REFUSED(in.size = 0);
+    REFUSED(in.size = 8193);
+    REFUSED(in.resize = 0);
+    REFUSED(in.resize = 65537);
+    REFUSED(in.transform = SOPHON_TRANSFORM_VAL; in.size = 257); /* torchvision would pad */
+    REFUSED(in.scale[0] = 0);
+    REFUSED(in.scale[0] = 0.5; in.scale[1] = 0.4);
+    REFUSED(in.scale[1] = INFINITY);
+    REFUSED(in.ratio[0] = -1);
+    REFUSED(in.ratio[1] = NAN);
+    REFUSED(in.mean[1] = NAN);
+    REFUSED(in.std[2] = 0);
+    REFUSED(in.std[0] = INFINITY);
     REFUSED(in.batch_size = 0);
     REFUSED(in.batch_size = 65537);
     REFUSED(in.window = 0);
@@ -143,6 +165,36 @@ static void test_versions(void **state)
     assert_int_equal(o.retries, 2);
     assert_true(o.storage_cores == 1.5);
     assert_int_equal(o.format, SOPHON_SAMPLE_F32);
+
+    /* A version 2 caller's struct ends before the transform: only that much is read (ASan and
+     * valgrind would see a read past it), and the transform gets its defaults. */
+    {
+        size_t v2 = offsetof(struct sophon_loader_options, transform);
+        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
+        unsigned char *old = malloc(v2);
+
+        assert_non_null(old);
+        init.version = 2;
+        init.retries = 0;
+        memcpy(old, &init, v2);
+        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
+        assert_int_equal(o.retries, 0);
+        assert_int_equal(o.transform, SOPHON_TRANSFORM_TRAIN);
+        assert_int_equal(o.size, 224);
+        assert_true(o.std[2] == 0.225f);
+        free(old);
+    }
+    /* Version 3's own fields are read. */
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    in.transform = SOPHON_TRANSFORM_VAL;
+    in.size = 160;
+    in.resize = 182;
+    in.mean[0] = 0.5f;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_int_equal(o.transform, SOPHON_TRANSFORM_VAL);
+    assert_int_equal(o.size, 160);
+    assert_int_equal(o.resize, 182);
+    assert_true(o.mean[0] == 0.5f);
 
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.version = SOPHON_LOADER_OPTIONS_VERSION + 1;

@@ -267,6 +267,34 @@ static void openimages_import(void **state)
     assert_memory_equal(err, "line 3:", 7);
 }
 
+/* The stage bytes follow the sample side; CPU costs and the stored stage stay. */
+static void records_follow_the_side(void **state)
+{
+    (void)state;
+    sophon_records *set = openimages();
+    assert_non_null(set);
+    struct sophon_record before = *sophon_records_get(set, 0);
+
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_U8, 224), SOPHON_SEL_U8_BYTES);
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_F32, 224), SOPHON_SEL_F32_BYTES);
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_U8, 160), 160 * 160 * 3 + 56);
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_F32, 288), 288 * 288 * 12 + 56);
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_STORED, 224), 0);
+    assert_int_equal(sophon_stage_bytes(SOPHON_STAGE_U8, 0), 0);
+    assert_int_equal(sophon_records_set_side(set, 160), 0);
+    const struct sophon_record *r = sophon_records_get(set, 0);
+    assert_int_equal(r->stage[SOPHON_STAGE_U8].bytes, 160 * 160 * 3 + 56);
+    assert_int_equal(r->stage[SOPHON_STAGE_F32].bytes, 160 * 160 * 12 + 56);
+    assert_int_equal(r->stage[SOPHON_STAGE_STORED].bytes, before.stored_bytes);
+    for (int st = 0; st < SOPHON_STAGE_COUNT; st++) {
+        assert_true(r->stage[st].storage_cpu_s == before.stage[st].storage_cpu_s);
+        assert_true(r->stage[st].client_cpu_s == before.stage[st].client_cpu_s);
+    }
+    assert_int_equal(sophon_records_set_side(set, 0), -EINVAL);
+    assert_int_equal(sophon_records_set_side(NULL, 160), -EINVAL);
+    sophon_records_free(set);
+}
+
 /*
  * Facts of the data (data/README.md): stored 12.68 GB; the per-sample minimum of the stored
  * size and the u8 sample is 5.56 GB, 2.28x less. With our 56-byte response header (wire layout
@@ -572,6 +600,7 @@ int main(void)
         cmocka_unit_test(csv_roundtrip),
         cmocka_unit_test(csv_refuses_malformed),
         cmocka_unit_test(openimages_import),
+        cmocka_unit_test(records_follow_the_side),
         cmocka_unit_test(openimages_ample_storage_sends_oracle_bytes),
         cmocka_unit_test(openimages_selective_dominates),
         cmocka_unit_test(selective_vs_exhaustive),
