@@ -41,6 +41,9 @@ static const char *prep_errno_hint(int err)
         return "the image is over the limits (pixels or progressive scans): a decompression bomb?";
     case EFBIG:
         return "the object or the output is over the size limits";
+    case EMEDIUMTYPE:
+        return "a JPEG of a kind sophon does not decode (12-bit, lossless, unusual components), "
+               "as Pillow neither";
     case ENOMEM:
         return "out of memory";
     default:
@@ -205,17 +208,9 @@ static int read_and_prep_here(const struct cli *c, struct cli_prep *o, const cha
     return r;
 }
 
-/* On -EOPNOTSUPP: a missing class, or a JPEG the class does not handle? version tells. */
+/* The OSD's refusal, in words: the class's own (the image, the request) or the OSD's. */
 static void exec_error(struct cli *c, const char *oid, int err)
 {
-    struct sophon_class_version v;
-    if (err == -EOPNOTSUPP && sophon_class_version_get(&v, c->io, oid) == 0) {
-        cli_error(c,
-                  "sophon.prep on %s: not supported (EOPNOTSUPP): a JPEG of a kind sophon "
-                  "does not decode (12-bit, lossless, unusual components), as Pillow neither",
-                  oid);
-        return;
-    }
     if (err == -EOPNOTSUPP || err == -EPERM || err == -EACCES || err == -ENOENT || err == -EPROTO) {
         cli_class_error(c, "sophon.prep", oid, err);
         return;

@@ -63,9 +63,12 @@ int cmd_probe(int argc, char **argv)
             if (r < 0) {
                 if (r == -EBADMSG)
                     cli_error(&c, "%s: not a valid JPEG (EBADMSG)", name);
-                else if (r == -EOPNOTSUPP)
-                    cli_class_error(&c, "sophon.probe", name, r);
-                else if (r == -EPERM || r == -ENOENT || r == -EPROTO)
+                else if (r == -EMEDIUMTYPE)
+                    cli_error(&c,
+                              "%s: a JPEG of a kind sophon does not decode (12-bit, lossless, "
+                              "unusual components), as Pillow neither (EMEDIUMTYPE)",
+                              name);
+                else if (r == -EOPNOTSUPP || r == -EPERM || r == -ENOENT || r == -EPROTO)
                     cli_class_error(&c, "sophon.probe", name, r);
                 else
                     cli_error(&c, "%s: %s (%d)", name, strerror(-r), r);

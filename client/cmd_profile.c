@@ -467,49 +467,77 @@ static int find_changes(struct profile_args *a, struct item *items, size_t n, si
 }
 
 /*
+ * The record of an object the OSD's probe refused as a JPEG of a kind sophon does not decode
+ * (-EMEDIUMTYPE): it stays in the dataset, never offloaded (its U8 and F32 stages unavailable),
+ * with its geometry unknown (0 x 0): the loader reads it as stored, finds out from its bytes and
+ * reports the sample as failed, or prepares it if the object was rewritten since.
+ */
+static int unsupported_record(struct sophon_record *rec, const struct item *it)
+{
+    *rec = (struct sophon_record){.name = it->name, .stored_bytes = it->size};
+    int r = sophon_cost_model_fill(rec, NULL);
+    rec->stage[SOPHON_STAGE_U8] = (struct sophon_stage_cost){0};
+    rec->stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){0};
+    return r;
+}
+
+/*
  * A record for every item probed (header facts, costs from the model), written into the index
- * with its stamp; *written and *rejected (not JPEGs, unreadable) count them. A key that may not
- * call classes, or OSDs without the class, stop it. Returns 0 or -1 (said why).
+ * with its stamp; *written counts them, *unsupported those of them that are JPEGs of a kind
+ * sophon does not decode, *rejected the items left out (not JPEGs, unreadable). A key that may
+ * not call classes, or OSDs without the class, stop it. Returns 0 or -1 (said why).
  */
 static int write_records(struct profile_args *a, const struct item *items, size_t n,
-                         size_t *written, size_t *rejected)
+                         size_t *written, size_t *unsupported, size_t *rejected)
 {
     struct sophon_index_entry *entries = calloc(n ? n : 1, sizeof(*entries));
     struct sophon_record *recs = calloc(n ? n : 1, sizeof(*recs));
     size_t ne = 0;
     int r = -1;
 
-    *rejected = 0;
+    *rejected = *unsupported = 0;
     if (entries == NULL || recs == NULL) {
         cli_error(&a->c, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
         const struct item *it = &items[i];
+        struct sophon_record *rec = &recs[ne];
         if (!it->todo)
             continue;
         if (it->result == -EPERM || it->result == -EOPNOTSUPP) {
             cli_class_error(&a->c, "sophon.probe", it->name, it->result);
             goto done;
         }
-        if (it->result < 0) {
+        if (it->result == -EMEDIUMTYPE) {
+            if (unsupported_record(rec, it) < 0) {
+                (*rejected)++;
+                continue;
+            }
+            fprintf(stderr,
+                    "sophon profile: %s: a JPEG of a kind sophon does not decode (12-bit, "
+                    "lossless, unusual components), as Pillow neither: recorded, never "
+                    "offloaded; its samples will fail\n",
+                    it->name);
+            (*unsupported)++;
+        } else if (it->result < 0) {
             if (it->result != -ENOENT)
                 fprintf(stderr, "sophon profile: skipped %s: %s\n", it->name,
                         it->result == -EBADMSG ? "not a valid JPEG" : strerror(-it->result));
             (*rejected)++;
             continue;
-        }
-        struct sophon_record *rec = &recs[ne];
-        *rec = (struct sophon_record){.name = it->name,
-                                      .stored_bytes = it->size,
-                                      .width = it->probe.info.width,
-                                      .height = it->probe.info.height,
-                                      .components = it->probe.info.components,
-                                      .subsampling = it->probe.info.subsampling,
-                                      .progressive = it->probe.info.progressive};
-        if (sophon_cost_model_fill(rec, NULL) < 0) {
-            (*rejected)++;
-            continue;
+        } else {
+            *rec = (struct sophon_record){.name = it->name,
+                                          .stored_bytes = it->size,
+                                          .width = it->probe.info.width,
+                                          .height = it->probe.info.height,
+                                          .components = it->probe.info.components,
+                                          .subsampling = it->probe.info.subsampling,
+                                          .progressive = it->probe.info.progressive};
+            if (sophon_cost_model_fill(rec, NULL) < 0) {
+                (*rejected)++;
+                continue;
+            }
         }
         entries[ne] = (struct sophon_index_entry){
             .name = it->name, .record = rec, .size = it->size, .mtime = it->mtime};
@@ -554,7 +582,7 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
 static int profile(struct profile_args *a, struct item **items, size_t *n)
 {
     double t0 = progress_now(), secs;
-    size_t unchanged, missing, written = 0, rejected;
+    size_t unchanged, missing, written = 0, unsupported, rejected;
     int r;
 
     if ((r = gather(&a->c, a->dataset, a->list, items, n)) < 0) {
@@ -563,12 +591,13 @@ static int profile(struct profile_args *a, struct item **items, size_t *n)
     }
     qsort(*items, *n, sizeof(**items), by_item_name);
     if (find_changes(a, *items, *n, &unchanged, &missing) < 0 ||
-        write_records(a, *items, *n, &written, &rejected) < 0)
+        write_records(a, *items, *n, &written, &unsupported, &rejected) < 0)
         return -1;
     secs = progress_now() - t0;
-    printf("dataset %s: %zu objects; %zu profiled (new or changed), %zu unchanged, %zu not "
-           "JPEGs or unreadable, %zu gone; %.1f s, %.0f records/s\n",
-           a->dataset, *n, written, unchanged, rejected, missing, secs,
+    printf("dataset %s: %zu objects; %zu profiled (new or changed; %zu of a kind sophon does not "
+           "decode), %zu unchanged, %zu not JPEGs or unreadable, %zu gone; %.1f s, %.0f "
+           "records/s\n",
+           a->dataset, *n, written, unsupported, unchanged, rejected, missing, secs,
            secs > 0 ? (double)*n / secs : 0);
     if (a->sample > 0 && written > 0)
         store_calibration(a, *items, *n);

@@ -257,17 +257,24 @@ static int can_issue(const struct sophon_loader *l)
  * Returns 0, or -EINVAL when the transform has no geometry for the image (a Resize that would
  * make a side over SOPHON_MAX_RESIZE_SIDE); the sample then fails with it.
  */
-static int sample_params(const struct sophon_loader *l, uint64_t index,
-                         const struct sophon_record *rec, struct sophon_prep_params *p)
+static int sample_params(const struct sophon_loader *l, uint64_t index, uint32_t width,
+                         uint32_t height, struct sophon_prep_params *p)
 {
     *p = (struct sophon_prep_params)SOPHON_PREP_PARAMS_INIT;
     p->format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
     memcpy(p->mean, l->o.mean, sizeof(p->mean));
     memcpy(p->std, l->o.std, sizeof(p->std));
     if (l->o.transform == SOPHON_TRANSFORM_VAL)
-        return sophon_prep_set_val(p, rec->width, rec->height, l->o.resize, l->o.size);
+        return sophon_prep_set_val(p, width, height, l->o.resize, l->o.size);
     p->out_w = p->out_h = l->o.size;
-    return sophon_draw_crop(p, l->seed, l->epoch, index, rec->width, rec->height, &l->crop);
+    return sophon_draw_crop(p, l->seed, l->epoch, index, width, height, &l->crop);
+}
+
+/* A record whose geometry profile could not read (a JPEG of a kind sophon does not decode,
+ * cmd_profile.c): its sample is read as stored and its geometry taken from its bytes. */
+static int geometry_unknown(const struct sophon_record *rec)
+{
+    return rec->width == 0 || rec->height == 0;
 }
 
 static void *dispatcher_main(void *arg)
@@ -301,10 +308,13 @@ static void *dispatcher_main(void *arg)
                 s->index = l->order[s->pos];
                 s->planned = l->plan->stage[s->index];
                 rec = record(l, s->index);
-                s->params_rc = sample_params(l, s->index, rec, &s->p);
+                if (!geometry_unknown(rec))
+                    s->params_rc = sample_params(l, s->index, rec->width, rec->height, &s->p);
                 /* What the class's wire version cannot carry is prepared here. */
-                s->stage = l->class_ok && sophon_request_fits(&s->p, l->wire) ? s->planned
-                                                                              : SOPHON_STAGE_STORED;
+                s->stage =
+                    l->class_ok && !geometry_unknown(rec) && sophon_request_fits(&s->p, l->wire)
+                        ? s->planned
+                        : SOPHON_STAGE_STORED;
                 s->state = SLOT_INFLIGHT;
                 l->inflight++;
                 batch[k++] = s;
@@ -385,7 +395,15 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     res->bytes = len;
     res->got_stage = SOPHON_STAGE_STORED;
     uint64_t t0 = sophon__thread_cpu_ns();
-    int r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
+    int r = 0;
+    if (geometry_unknown(rec)) {
+        struct sophon_probe_info info;
+        r = sophon_probe(&info, jpeg, len, err, sizeof(err));
+        if (r == 0)
+            r = sample_params(l, s->index, info.width, info.height, &s->p);
+    }
+    if (r == 0)
+        r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
     res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED);
     free(whole);

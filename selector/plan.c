@@ -291,7 +291,12 @@ static int policy_stages(const struct sophon__problem *p, const sophon_records *
     case SOPHON_POLICY_NONE:
     case SOPHON_POLICY_ALL:
     case SOPHON_POLICY_RESIZE:
-        memset(stage, static_stage(b, policy), n);
+        /* An object that does not offer the policy's stage (one sophon cannot decode) is sent
+         * as stored. */
+        for (size_t i = 0; i < n; i++)
+            stage[i] = (uint8_t)(stage_valid(sophon_records_get(set, i), b, static_stage(b, policy))
+                                     ? static_stage(b, policy)
+                                     : SOPHON_STAGE_STORED);
         return 0;
     case SOPHON_POLICY_ORACLE:
         for (size_t i = 0; i < n; i++)

@@ -32,8 +32,10 @@
  *                SOPHON_MAX_RESIZE_SIDE, a window outside the resized box, unknown format, std
  *                of 0 or not finite.
  *   -EBADMSG     not a JPEG, corrupt or truncated data, any libjpeg warning.
- *   -EOPNOTSUPP  valid JPEG we do not handle: not 8-bit, lossless, unknown colour transform,
- *                component counts other than 1, 3 and 4.
+ *   -EMEDIUMTYPE valid JPEG of a kind we do not handle (nor does Pillow): not 8-bit, lossless,
+ *                unknown colour transform, component counts other than 1, 3 and 4. Not
+ *                -EOPNOTSUPP, which is what an OSD answers for a class or method it does not
+ *                have: a client must tell "this image" from "this OSD" (wire.h).
  *   -E2BIG       over a limit: width * height > max_pixels, more than max_scans scans.
  *   -EFBIG       the JPEG larger than max_input_bytes; the output larger than
  *                max_output_bytes; libjpeg's working memory over its budget (8 bytes per allowed
@@ -175,7 +177,7 @@ struct sophon_probe_info {
  * SOS, nothing after it, so the cost does not grow with the file (microseconds). out->scans is
  * left 0: counting them means walking the whole file (sophon_count_scans).
  * Returns 0, -EINVAL (NULL out/jpeg), -EBADMSG (not a JPEG / corrupt header),
- * -EOPNOTSUPP (e.g. 12-bit: width/height/bits are still filled in when known).
+ * -EMEDIUMTYPE (e.g. 12-bit: width/height/bits are still filled in when known).
  */
 int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len, char *err,
                  size_t errlen);

@@ -48,7 +48,9 @@ const char *sophon_version_format(char *buf, size_t len, uint32_t packed);
 
 /*
  * The prep request ("SPHQ"): what the class method `prep` (and the client's local path) runs.
- * Carries every parameter explicitly; the OSD draws nothing at random.
+ * Carries every parameter explicitly; the OSD draws nothing at random. The methods `prep` and
+ * `probe` fail with prep.h's errnos: -EMEDIUMTYPE for a JPEG of a kind sophon does not decode,
+ * never -EOPNOTSUPP, which the OSD itself returns for a class or method it does not have.
  *
  * Layout 2 (80 bytes): 0 u32 magic, 4 u16 layout version, 6 u16 header length, 8 u32 box x, y,
  * w, h, 24 u32 resize w, h, 32 u32 window x, y, 40 u32 out w, h, 48 u8 format, 49 u8 flags

@@ -162,11 +162,11 @@ static void choose_color(struct sophon__jpeg *j)
         break;
     case 4:
         if (c->jpeg_color_space != JCS_CMYK && c->jpeg_color_space != JCS_YCCK)
-            sophon__jpeg_fail(j, -EOPNOTSUPP, "4-component JPEG that is neither CMYK nor YCCK");
+            sophon__jpeg_fail(j, -EMEDIUMTYPE, "4-component JPEG that is neither CMYK nor YCCK");
         c->out_color_space = JCS_CMYK;
         break;
     default:
-        sophon__jpeg_fail(j, -EOPNOTSUPP, "JPEG with a component count other than 1, 3 or 4");
+        sophon__jpeg_fail(j, -EMEDIUMTYPE, "JPEG with a component count other than 1, 3 or 4");
     }
 }
 
@@ -294,7 +294,7 @@ static void read_header(struct decode_state *s, const uint8_t *jpeg, size_t len,
     if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
         sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
     if (c->data_precision != 8)
-        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "not an 8-bit JPEG");
+        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "not an 8-bit JPEG");
     if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
         sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
     choose_color(&s->j);
@@ -398,7 +398,7 @@ static void start(struct decode_state *s, unsigned flags)
     if (c->output_components != 3 &&
         !(c->out_color_space == JCS_GRAYSCALE && c->output_components == 1) &&
         !(c->out_color_space == JCS_CMYK && c->output_components == 4))
-        sophon__jpeg_fail(&s->j, -EOPNOTSUPP, "unexpected output component count");
+        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "unexpected output component count");
 
     if (s->xoff != 0 || s->cw != c->output_width)
         jpeg_crop_scanline(c, &s->xoff, &s->cw);

@@ -23,7 +23,7 @@ static int errno_of_code(int msg_code)
     case JERR_ARITH_NOTIMPL:
     case JERR_CCIR601_NOTIMPL:
     case JWRN_ADOBE_XFORM: /* Unknown Adobe colour transform: we will not guess. */
-        return -EOPNOTSUPP;
+        return -EMEDIUMTYPE;
     case JERR_OUT_OF_MEMORY:
         return -ENOMEM;
     case JERR_NO_BACKING_STORE: /* A virtual array exceeds mem->max_memory_to_use. */

@@ -94,7 +94,7 @@ int sophon_probe(struct sophon_probe_info *out, const uint8_t *jpeg, size_t len,
     if (setjmp(jp->jump)) {
         rc = jp->code;
         /* A 12-bit or lossless file still has a readable SOF: report what is known. */
-        if (rc == -EOPNOTSUPP)
+        if (rc == -EMEDIUMTYPE)
             fill_info(out, &jp->cinfo);
         sophon__seterr(err, errlen, "%s", jp->msg);
         goto done;

@@ -197,8 +197,9 @@ int sophon_records_import_openimages(sophon_records **out, FILE *f,
 
 enum sophon_policy {
     SOPHON_POLICY_NONE = 0,      /* every object as stored */
-    SOPHON_POLICY_ALL = 1,       /* the last valid stage (F32 for a f32 final format) */
-    SOPHON_POLICY_RESIZE = 2,    /* every object at U8 */
+    SOPHON_POLICY_ALL = 1,       /* the last valid stage (F32 for a f32 final format); an object
+                                  * that does not offer it (bytes 0) is sent as stored */
+    SOPHON_POLICY_RESIZE = 2,    /* every object at U8 (that offers it; the others stored) */
     SOPHON_POLICY_SOPHON = 3,    /* the SOPHON paper's greedy rule (see plan.c) */
     SOPHON_POLICY_SELECTIVE = 4, /* minimizes the modelled epoch time (see selective.c) */
     SOPHON_POLICY_ORACLE = 5,    /* fewest bytes per object, CPU ignored */

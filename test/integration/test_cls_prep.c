@@ -62,7 +62,7 @@ static int errno_by_name(const char *name)
     static const struct {
         const char *name;
         int value;
-    } names[] = {{"0", 0},         {"EBADMSG", EBADMSG}, {"EOPNOTSUPP", EOPNOTSUPP},
+    } names[] = {{"0", 0},         {"EBADMSG", EBADMSG}, {"EMEDIUMTYPE", EMEDIUMTYPE},
                  {"E2BIG", E2BIG}, {"EFBIG", EFBIG},     {"EINVAL", EINVAL}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i].name) == 0)

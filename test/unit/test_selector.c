@@ -498,6 +498,45 @@ static void zero_storage_cores_offload_nothing(void **state)
     sophon_records_free(set);
 }
 
+/* Objects without offloaded stages (JPEGs sophon cannot decode, cmd_profile.c) are stored under
+ * every policy, the static ones too, and the rest are planned as before. */
+static void unavailable_stages_stay_stored(void **state)
+{
+    (void)state;
+    rng_state = 12;
+    sophon_records *set;
+    char name[32];
+    assert_int_equal(sophon_records_new(&set), 0);
+    for (size_t i = 0; i < 200; i++) {
+        struct sophon_record r;
+        random_record(&r, name, sizeof(name), i);
+        if (i % 10 == 3) {
+            r.width = r.height = 0;
+            r.stage[SOPHON_STAGE_U8] = r.stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){0};
+        }
+        assert_int_equal(sophon_records_add(set, &r), 0);
+    }
+    struct sophon_budget b = random_budget(set);
+    b.final_format = SOPHON_FINAL_F32;
+    for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+        struct sophon_plan *pl = plan(set, &b, q);
+        for (size_t i = 0; i < pl->n; i++) {
+            if (i % 10 == 3) {
+                assert_int_equal(pl->stage[i], SOPHON_STAGE_STORED);
+                assert_int_equal(pl->bytes[i], sophon_records_get(set, i)->stored_bytes);
+            } else if (q == SOPHON_POLICY_ALL || q == SOPHON_POLICY_RESIZE) {
+                assert_int_equal(pl->stage[i],
+                                 q == SOPHON_POLICY_ALL ? SOPHON_STAGE_F32 : SOPHON_STAGE_U8);
+            }
+        }
+        if (q == SOPHON_POLICY_ALL || q == SOPHON_POLICY_RESIZE)
+            assert_int_equal(pl->offloaded, 180);
+        assert_true(isfinite(pl->epoch_s));
+        sophon_plan_free(pl);
+    }
+    sophon_records_free(set);
+}
+
 static void unlimited_cores_give_oracle_bytes(void **state)
 {
     (void)state;
@@ -606,6 +645,7 @@ int main(void)
         cmocka_unit_test(selective_vs_exhaustive),
         cmocka_unit_test(more_bandwidth_never_slower),
         cmocka_unit_test(zero_storage_cores_offload_nothing),
+        cmocka_unit_test(unavailable_stages_stay_stored),
         cmocka_unit_test(unlimited_cores_give_oracle_bytes),
         cmocka_unit_test(same_input_same_plan),
         cmocka_unit_test(selective_never_worse),
