@@ -37,6 +37,26 @@ _Static_assert(SOPHON_WIRE_VERSION == SOPHON_WIRE_LATEST,
     cls_log((level), "<cls> sophon: %s: " fmt, __func__, ##__VA_ARGS__)
 
 /*
+ * The level of a refusal: what a client sent or stored (a malformed request, a corrupt, odd or
+ * oversized image) is not the OSD's error, and a client sending garbage must not fill the OSD's
+ * log, so those go to level 5 (debug_objclass's in-memory level by default); anything else (no
+ * memory, a failed read) is the OSD's and goes to level 0.
+ */
+static int refusal_level(int r)
+{
+    switch (-r) {
+    case EINVAL:
+    case EBADMSG:
+    case EMEDIUMTYPE:
+    case E2BIG:
+    case EFBIG:
+        return 5;
+    default:
+        return 0;
+    }
+}
+
+/*
  * Copies len bytes into a buffer the OSD will own and free, and hands it over as the reply.
  */
 static int reply(char **out, int *out_len, const uint8_t *buf, size_t len)
@@ -65,13 +85,13 @@ static int read_object(cls_method_context_t ctx, char **buf, int *len, const cha
         return r;
     }
     if (*len == 0) {
-        SOPHON_LOG(0, "%s: empty object, not a JPEG: %d", method, -EBADMSG);
+        SOPHON_LOG(5, "%s: empty object, not a JPEG: %d", method, -EBADMSG);
         cls_free(*buf);
         *buf = NULL;
         return -EBADMSG;
     }
     if ((size_t)*len > SOPHON_MAX_OBJECT_BYTES) {
-        SOPHON_LOG(0, "%s: object over %u bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);
+        SOPHON_LOG(5, "%s: object over %u bytes: %d", method, SOPHON_MAX_OBJECT_BYTES, -EFBIG);
         cls_free(*buf);
         *buf = NULL;
         return -EFBIG;
@@ -100,7 +120,7 @@ static int probe(cls_method_context_t ctx, char *in, int in_len, char **out, int
     r = sophon_probe(&reply_msg.info, (const uint8_t *)data, (size_t)len, err, sizeof(err));
     cls_free(data);
     if (r < 0) {
-        SOPHON_LOG(0, "probe: %s: %d", err, r);
+        SOPHON_LOG(refusal_level(r), "probe: %s: %d", err, r);
         return r;
     }
     reply_msg.object_size = (uint64_t)len;
@@ -126,16 +146,16 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
 
     r = sophon_request_decode(&p, &version, (const uint8_t *)in, in_len > 0 ? (size_t)in_len : 0);
     if (r < 0) {
-        SOPHON_LOG(0, "prep: malformed request of %d bytes: %d", in_len, r);
+        SOPHON_LOG(5, "prep: malformed request of %d bytes: %d", in_len, r);
         return r;
     }
     if (p.stage == SOPHON_WIRE_CROP) {
-        SOPHON_LOG(0, "prep: the crop stage is not supported by this build: %d", -EINVAL);
+        SOPHON_LOG(5, "prep: the crop stage is not supported by this build: %d", -EINVAL);
         return -EINVAL;
     }
     uint64_t size = sophon_response_size_as(&p, version);
     if (size - sophon_response_header_len(version) > osd_limits.max_output_bytes) {
-        SOPHON_LOG(0, "prep: output of %llu bytes over the limit: %d", (unsigned long long)size,
+        SOPHON_LOG(5, "prep: output of %llu bytes over the limit: %d", (unsigned long long)size,
                    -EFBIG);
         return -EFBIG;
     }
@@ -153,7 +173,7 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
     cls_free(data);
     if (r < 0) {
         cls_free(resp);
-        SOPHON_LOG(0, "prep: %s: %d", err, r);
+        SOPHON_LOG(refusal_level(r), "prep: %s: %d", err, r);
         return r;
     }
     SOPHON_LOG(10, "prep: v%u box %u,%u,%u,%u -> %ux%u window %ux%u+%u+%u %s%s, %d -> %llu bytes",
