@@ -212,8 +212,15 @@ void __cls_init(void)
     cls_handle_t cls;
     cls_method_handle_t h_version, h_probe, h_prep;
 
+    char check[256];
+
     SOPHON_LOG(0, "loading class sophon %s (wire format %d)", SOPHON_VERSION_STRING,
                SOPHON_WIRE_VERSION);
+    /* Once per OSD: a decoder that disagrees with its libjpeg is switched off, and said so. */
+    if (sophon_prep_selfcheck(check, sizeof(check)) < 0)
+        SOPHON_LOG(0, "%s", check);
+    else
+        SOPHON_LOG(5, "%s", check);
     if (!cls_register("sophon", &cls)) {
         SOPHON_LOG(0, "cls_register failed");
         return;

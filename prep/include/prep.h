@@ -221,6 +221,17 @@ int sophon_prep_run(uint8_t *out, size_t out_cap, const uint8_t *jpeg, size_t le
 int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
                           const struct sophon_prep_params *p);
 
+/*
+ * sophon_prep_selfcheck - whether sophon's own Huffman decoder (prep/jpeg/huffman.c, which works
+ * on libjpeg-turbo 2.1's private structures) agrees with the libjpeg it runs with: checked once
+ * per process, before its first use, on embedded baseline and progressive files. Returns 0 (it
+ * agrees, or this build does not use it), -EPROTO (it disagrees, and libjpeg's own decoder
+ * reads every file of this process: the same bytes, slower) or -EAGAIN (the check ran out of
+ * memory: libjpeg decodes meanwhile, and the next call checks again); err gets a one-line
+ * verdict. Cheap once decided; thread-safe.
+ */
+int sophon_prep_selfcheck(char *err, size_t errlen);
+
 /* Static name of an enum sophon_colorspace value ("ycbcr", ...); "unknown" when out of range.
  * (sophon_subsampling_name is sophon_common.h's.) */
 const char *sophon_colorspace_name(int cs);

@@ -10,6 +10,26 @@
 #include <jerror.h>
 
 /*
+ * libjpeg's message texts, indexed by message code: jerror.h lists them once more when JMESSAGE
+ * is defined (the way jerror.c builds its own table). The error manager is set up here rather
+ * than by jpeg_std_error so that jerror.c is never linked: its output_message writes to stderr
+ * through a relocation a shared object cannot hold, and libjpeg.a is linked into the class and
+ * libsophon (prep/jpeg/CMakeLists.txt).
+ */
+#define JMESSAGE(code, string) string,
+/* The two texts jerror.h takes from libjpeg's private jversion.h, for the trace messages that
+ * name them (sophon never formats those). */
+#define JVERSION         "libjpeg-turbo"
+#define JCOPYRIGHT_SHORT "libjpeg-turbo's copyright: see its README"
+static const char *const message_table[] = {
+#include <jerror.h>
+    NULL,
+};
+#undef JMESSAGE
+#undef JVERSION
+#undef JCOPYRIGHT_SHORT
+
+/*
  * Which errno a libjpeg message code means. Codes about features libjpeg (or this build) does
  * not implement are "unsupported"; memory codes are resources; everything else is bad data.
  */
@@ -108,13 +128,51 @@ static void on_progress(j_common_ptr cinfo)
     }
 }
 
+/*
+ * libjpeg's format_message rule: the text of msg_code with its parameters, the string one when the
+ * text's first conversion is %s, else the eight integers. The texts are jerror.h's own, compiled
+ * in, never data.
+ */
+static void format_message(j_common_ptr cinfo, char *buffer)
+{
+    const struct jpeg_error_mgr *e = cinfo->err;
+    const char *text = NULL, *pct;
+
+    if (e->msg_code > 0 && e->msg_code < JMSG_LASTMSGCODE)
+        text = message_table[e->msg_code];
+    if (text == NULL) {
+        snprintf(buffer, JMSG_LENGTH_MAX, "libjpeg message code %d", e->msg_code);
+        return;
+    }
+    pct = strchr(text, '%');
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    if (pct != NULL && pct[1] == 's')
+        snprintf(buffer, JMSG_LENGTH_MAX, text, e->msg_parm.s);
+    else
+        snprintf(buffer, JMSG_LENGTH_MAX, text, e->msg_parm.i[0], e->msg_parm.i[1],
+                 e->msg_parm.i[2], e->msg_parm.i[3], e->msg_parm.i[4], e->msg_parm.i[5],
+                 e->msg_parm.i[6], e->msg_parm.i[7]);
+#pragma GCC diagnostic pop
+}
+
+static void reset_error_mgr(j_common_ptr cinfo)
+{
+    cinfo->err->num_warnings = 0;
+    cinfo->err->msg_code = 0;
+}
+
 void sophon__jpeg_init(struct sophon__jpeg *j, const struct sophon_limits *lim)
 {
     memset(j, 0, sizeof(*j));
-    j->cinfo.err = jpeg_std_error(&j->pub);
     j->pub.error_exit = on_error_exit;
     j->pub.emit_message = on_emit_message;
     j->pub.output_message = on_output_message;
+    j->pub.format_message = format_message;
+    j->pub.reset_error_mgr = reset_error_mgr;
+    j->pub.jpeg_message_table = message_table;
+    j->pub.last_jpeg_message = (int)JMSG_LASTMSGCODE - 1;
+    j->cinfo.err = &j->pub;
     j->progress.progress_monitor = on_progress;
     j->max_scans = lim != NULL ? lim->max_scans : 0;
 }

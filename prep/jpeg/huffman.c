@@ -1112,7 +1112,7 @@ static void seq_start_pass(j_decompress_ptr c)
     seq_setup(c);
 }
 
-int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
+int sophon__huffman_install_unchecked(j_decompress_ptr c, unsigned int flags)
 {
     struct decoder *e;
 
@@ -1159,7 +1159,7 @@ uint64_t *sophon__huffman_want(j_decompress_ptr c, const JBLOCK *base, size_t n)
 
 #else /* !HUFFMAN_SUPPORTED */
 
-int sophon__huffman_install(j_decompress_ptr c, unsigned int flags)
+int sophon__huffman_install_unchecked(j_decompress_ptr c, unsigned int flags)
 {
     (void)c;
     (void)flags;

@@ -45,7 +45,10 @@
 int sophon__huffman_supported(void);
 
 /*
- * sophon__huffman_install - replace cinfo's Huffman decoder with this one, once libjpeg has set up
+ * sophon__huffman_install - replace cinfo's Huffman decoder with this one, if the process's
+ * self-check (selfcheck.c, run once before the first install) found it to agree with the linked
+ * libjpeg; else return 0 and leave libjpeg's. sophon__huffman_install_unchecked installs without
+ * asking (the self-check itself). Call it once libjpeg has set up
  * its modules and the first scan and before it reads any entropy-coded data: in the first
  * progress-monitor callback of jpeg_start_decompress (or jpeg_read_coefficients) when
  * jpeg_has_multiple_scans, else right after jpeg_start_decompress. Not for arithmetic coding.
@@ -53,6 +56,15 @@ int sophon__huffman_supported(void);
  * own. Returns 1 if installed, 0 if not supported here.
  */
 int sophon__huffman_install(j_decompress_ptr cinfo, unsigned int flags);
+int sophon__huffman_install_unchecked(j_decompress_ptr cinfo, unsigned int flags);
+
+/*
+ * sophon__huffman_compare - reads jpeg[0..len) to coefficients with libjpeg's decoder and with
+ * this one (flags as for install): 0 if both fail alike or give the same coefficients and
+ * progression state, -EPROTO otherwise (err says how). What the self-check runs.
+ */
+int sophon__huffman_compare(const uint8_t *jpeg, size_t len, unsigned flags, char *err,
+                            size_t errlen);
 
 /*
  * sophon__huffman_want - in a progressive decode, right after sophon__huffman_install: give

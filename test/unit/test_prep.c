@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <jpeglib.h>
 
+#include "huffman.h"
 #include "prog_copy.h"
 #include "jpeg.h"
 #include "markers.h"
@@ -554,6 +555,35 @@ static int run(const struct jpeg_buf *j, const struct sophon_prep_params *p,
 }
 
 /* ---- Tests. ---- */
+
+/* huffman.c agrees with the libjpeg it is linked with (selfcheck.c), and the comparison the
+ * self-check runs tells a file both decoders read alike from one they do not. */
+static void test_selfcheck(void **state)
+{
+    char err[400] = "";
+    (void)state;
+    assert_int_equal(sophon_prep_selfcheck(err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "agrees"));
+    /* Cached: the same verdict, at once. */
+    assert_int_equal(sophon_prep_selfcheck(NULL, 0), 0);
+
+    for (int progressive = 0; progressive <= 1; progressive++) {
+        struct jpeg_buf j = make_jpeg(K_422, 200, 120, progressive, 90);
+        assert_int_equal(sophon__huffman_compare(j.data, j.len, 0, err, sizeof(err)), 0);
+        assert_int_equal(
+            sophon__huffman_compare(j.data, j.len, SOPHON__HUFFMAN_PORTABLE, err, sizeof(err)), 0);
+        /* Both fail alike on a truncated file: no disagreement. */
+        assert_int_equal(sophon__huffman_compare(j.data, j.len / 2, 0, err, sizeof(err)), 0);
+        free(j.data);
+    }
+    /* Out of memory decides nothing. */
+    struct jpeg_buf j = make_jpeg(K_420, 64, 48, 1, 90);
+    allocs_left = 0;
+    int r = sophon__huffman_compare(j.data, j.len, 0, err, sizeof(err));
+    allocs_left = -1;
+    assert_int_equal(r, -EAGAIN);
+    free(j.data);
+}
 
 static void test_output_size(void **state)
 {
@@ -1563,6 +1593,7 @@ static void test_cut_errors(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_selfcheck),
         cmocka_unit_test(test_output_size),
         cmocka_unit_test(test_probe_modes),
         cmocka_unit_test(test_modes_small),
