@@ -141,10 +141,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     for (int s = 0; s < SOPHON_LOADER_STAGE_COUNT; s++)
         printf("%s %s %.2f MB (%llu)", s ? "," : "", sophon_stage_name(s),
                (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
-    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu%s\n",
+    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu (%llu "
+           "declined by busy OSDs)%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
            total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
            (unsigned long long)st->retries, (unsigned long long)st->fallbacks,
+           (unsigned long long)st->declined,
            st->class_available ? "" : " (class unavailable: local path)");
     double dev = st->predicted_bytes
                      ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
@@ -161,12 +163,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
-           "osd_cpu=%.3f\n",
+           "osd_cpu=%.3f declined=%llu\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
            (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
-           (double)st->osd_cpu_ns / 1e9);
+           (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined);
 }
 
 enum {

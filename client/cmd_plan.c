@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sophon_config.h"
 #include "cross_checks.h"
 #include "dataset.h"
 #include "selector.h"
@@ -223,6 +224,11 @@ static int load_records(struct plan_args *a, sophon_records **set)
         a->budget.storage_speed = a->speed;
     if (a->size > 0)
         sophon_records_set_side(*set, (uint32_t)a->size);
+    /* As the loader plans: images the OSDs refuse for their size stay stored. */
+    long over = sophon_records_limit_pixels(*set, SOPHON_OSD_MAX_PIXELS);
+    if (over > 0)
+        printf("%ld object(s) over the OSDs' %u megapixels a call: never offloaded\n", over,
+               (unsigned)SOPHON_OSD_MAX_MEGAPIXELS);
     return 0;
 }
 

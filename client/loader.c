@@ -33,6 +33,7 @@
 #include "sampler.h"
 #include "selector.h"
 #include "sophon_common.h"
+#include "sophon_config.h"
 #include "wire.h"
 
 /* A retry waits at most this long, however many came before it. */
@@ -350,13 +351,20 @@ struct result {
     int got_stage;  /* the stage that came back, for bytes_by_stage */
     uint64_t osd_cpu_ns, client_cpu_ns;
     double storage_model_s, client_model_s; /* the model's seconds for what was measured */
-    int retried, class_missing;
+    int retried, class_missing, declined;
 };
 
 /* Errors that say the class cannot serve this client at all. */
 static int class_unusable(int r)
 {
     return r == -EOPNOTSUPP || r == -EPERM;
+}
+
+/* The OSD would not take this sample on (its memory budget for sophon calls is full, or the
+ * image is over its per-call cap), though the client can: cls_sophon.c's admit(). */
+static int declined(int r)
+{
+    return r == -EBUSY || r == -E2BIG;
 }
 
 /* Errors that another attempt may not see: a down OSD, a timeout, a connection reset. */
@@ -463,6 +471,16 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
         s->not_before = 0;
         return;
     }
+    if (s->stage != SOPHON_STAGE_STORED && declined(r)) {
+        /* Prepared here from the stored object, at once: the OSD said so without working. A
+         * -E2BIG the local limits share comes back from the local path as the sample's. */
+        res->declined = 1;
+        res->what = RETRY;
+        s->stage = SOPHON_STAGE_STORED;
+        s->attempts = 0;
+        s->not_before = 0;
+        return;
+    }
     if (transient(r)) {
         if (s->attempts < l->o.retries) {
             double delay = l->o.backoff_ms / 1e3 * ldexp(1.0, (int)s->attempts);
@@ -494,6 +512,7 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
 {
     struct sophon_loader_stats *st = &l->st;
     st->retries += (uint64_t)res->retried;
+    st->declined += (uint64_t)res->declined;
     if (res->class_missing && l->class_ok) {
         l->class_ok = 0;
         st->class_available = 0;
@@ -738,8 +757,11 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
         say(l, "dataset %s: %s", dataset, err[0] ? err : strerror(-r));
         goto fail;
     }
-    /* The planner counts the bytes of this loader's samples (selector.h). */
+    /* The planner counts the bytes of this loader's samples (selector.h), and never offloads an
+     * image the OSDs refuse for its size (sophon_config.h). */
     r = sophon_records_set_side(l->ds.records, o.size);
+    if (r == 0 && sophon_records_limit_pixels(l->ds.records, SOPHON_OSD_MAX_PIXELS) < 0)
+        r = -EINVAL;
     if (r < 0)
         goto fail;
     l->storage_speed = l->ds.storage_speed;

@@ -32,7 +32,8 @@ static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
 
 /* And of the stats struct each version has. */
 static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
-    [1] = sizeof(struct sophon_loader_stats),
+    [1] = offsetof(struct sophon_loader_stats, declined),
+    [2] = sizeof(struct sophon_loader_stats),
 };
 
 /* Version 1: every field left at 0 took its default. */

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "prep.h"
@@ -31,6 +32,35 @@ static const struct sophon_limits osd_limits = SOPHON_LIMITS_INIT;
 _Static_assert(SOPHON_MAX_OBJECT_BYTES < INT_MAX, "cls_read takes the length as an int");
 _Static_assert(SOPHON_WIRE_VERSION == SOPHON_WIRE_LATEST,
                "the class speaks the wire format its prep/ implements (CMakeLists.txt)");
+
+/*
+ * The memory all of this OSD's sophon calls hold at once (sophon_config.h): each call reserves
+ * sophon_prep_memory_bound of its request before it decodes and gives it back after. The one
+ * piece of mutable state the class shares between its calls, atomic; methods run concurrently
+ * on the OSD's op threads.
+ */
+static _Atomic uint64_t reserved_bytes;
+#define MEMORY_BUDGET ((uint64_t)SOPHON_OSD_MEMORY_MB << 20)
+
+/*
+ * Reserves bytes from the budget. A call alone may take more than the budget (the per-call pixel
+ * cap bounds it); one that would go over the budget while others hold part of it is refused
+ * with -EBUSY at once, never queued: the client prepares that sample itself.
+ */
+static int reserve(uint64_t bytes)
+{
+    uint64_t held = atomic_load(&reserved_bytes);
+    do {
+        if (held > 0 && held + bytes > MEMORY_BUDGET)
+            return -EBUSY;
+    } while (!atomic_compare_exchange_weak(&reserved_bytes, &held, held + bytes));
+    return 0;
+}
+
+static void release(uint64_t bytes)
+{
+    atomic_fetch_sub(&reserved_bytes, bytes);
+}
 
 /* Level 0 reaches the OSD log by default: load messages and real errors only. */
 #define SOPHON_LOG(level, fmt, ...)                                                                \
@@ -132,6 +162,35 @@ static int probe(cls_method_context_t ctx, char *in, int in_len, char **out, int
 }
 
 /*
+ * admit - whether this OSD takes on request p for the stored JPEG jpeg[0..len): its header read
+ * (a header that does not parse is left to the pipeline, which says why), an image over the
+ * per-call cap refused (-E2BIG), and its memory bound reserved (*need; -EBUSY when the budget
+ * is taken). Refusals are the client's to act on, logged at a debug level.
+ */
+static int admit(uint64_t *need, const uint8_t *jpeg, size_t len,
+                 const struct sophon_prep_params *p)
+{
+    struct sophon_probe_info info;
+    *need = 0;
+    if (sophon_probe(&info, jpeg, len, NULL, 0) < 0)
+        return 0;
+    if ((uint64_t)info.width * info.height > SOPHON_OSD_MAX_PIXELS) {
+        SOPHON_LOG(5, "prep: %ux%u is over this OSD's cap of %u megapixels a call: %d", info.width,
+                   info.height, (unsigned)SOPHON_OSD_MAX_MEGAPIXELS, -E2BIG);
+        return -E2BIG;
+    }
+    /* The bound counts the object read and the output (the reply) too. */
+    uint64_t bytes = sophon_prep_memory_bound(&info, len, p);
+    if (reserve(bytes) < 0) {
+        SOPHON_LOG(5, "prep: %llu bytes would exceed this OSD's %u MiB for sophon calls: %d",
+                   (unsigned long long)bytes, (unsigned)SOPHON_OSD_MEMORY_MB, -EBUSY);
+        return -EBUSY;
+    }
+    *need = bytes;
+    return 0;
+}
+
+/*
  * prep - a read method that runs a prep request (wire.h) on the stored JPEG and returns the
  * response, in the request's own layout (a client of an older wire version gets the answer it
  * knows): a header with the geometry, format and CPU time, then the pixels.
@@ -142,6 +201,7 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
     uint16_t version;
     char err[160] = "";
     char *data = NULL, *resp;
+    uint64_t need = 0;
     int len, r;
 
     r = sophon_request_decode(&p, &version, (const uint8_t *)in, in_len > 0 ? (size_t)in_len : 0);
@@ -162,15 +222,22 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
     r = read_object(ctx, &data, &len, "prep");
     if (r < 0)
         return r;
+    r = admit(&need, (const uint8_t *)data, (size_t)len, &p);
+    if (r < 0) {
+        cls_free(data);
+        return r;
+    }
     resp = cls_alloc(size);
     if (resp == NULL) {
         cls_free(data);
+        release(need);
         SOPHON_LOG(0, "prep: no memory for %llu bytes: %d", (unsigned long long)size, -ENOMEM);
         return -ENOMEM;
     }
     r = sophon_prep_respond((uint8_t *)resp, size, (const uint8_t *)data, (size_t)len, &p,
                             &osd_limits, version, err, sizeof(err));
     cls_free(data);
+    release(need);
     if (r < 0) {
         cls_free(resp);
         SOPHON_LOG(refusal_level(r), "prep: %s: %d", err, r);

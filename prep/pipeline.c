@@ -77,6 +77,60 @@ static uint32_t ceil_div(uint64_t a, uint32_t b)
     return (uint32_t)((a + b - 1) / b);
 }
 
+/* Blocks of one component's coefficient array, its share of the image's width and height given
+ * as num / den (chroma of 4:2:0: 1/2 each way), with two blocks of padding each way. */
+static uint64_t component_blocks(uint64_t w, uint64_t h, uint32_t wnum, uint32_t wden,
+                                 uint32_t hnum, uint32_t hden)
+{
+    return ((w * wnum + wden - 1) / wden / 8 + 3) * ((h * hnum + hden - 1) / hden / 8 + 3);
+}
+
+uint64_t sophon_prep_memory_bound(const struct sophon_probe_info *info, uint64_t len,
+                                  const struct sophon_prep_params *p)
+{
+    uint64_t out = sophon_prep_output_size(p), w, h, blocks, rw, rh, bound;
+
+    if (info == NULL || out == 0)
+        return 0;
+    w = info->width;
+    h = info->height;
+    /* Coefficient arrays (progressive only): 64 coefficients of 2 bytes and huffman.c's 8-byte
+     * mask per block, luma at full size and chroma as subsampled; then the whole mapping in
+     * 2 MiB huge pages. */
+    blocks = component_blocks(w, h, 1, 1, 1, 1);
+    switch (info->components == 3 ? info->subsampling : SOPHON_SS_444) {
+    case SOPHON_SS_420:
+        blocks += 2 * component_blocks(w, h, 1, 2, 1, 2);
+        break;
+    case SOPHON_SS_422:
+        blocks += 2 * component_blocks(w, h, 1, 2, 1, 1);
+        break;
+    case SOPHON_SS_440:
+        blocks += 2 * component_blocks(w, h, 1, 1, 1, 2);
+        break;
+    case SOPHON_SS_411:
+        blocks += 2 * component_blocks(w, h, 1, 4, 1, 1);
+        break;
+    default: /* 4:4:4, other factors (bounded by the full size), CMYK */
+        blocks *= info->components > 1 ? info->components : 1;
+        break;
+    }
+    bound = len + out + (4u << 20);
+    if (info->progressive)
+        bound += len + blocks * (128 + 8) + (4u << 20);
+    /* libjpeg's sample and upsampling rows (a few iMCU rows of every component, fancy upsampling's
+     * context), decode.c's line and RGB row: well under 160 bytes per column. */
+    bound += w * 160;
+    /* The resampler: weights (a kernel of about 2 x box / resize + 3 taps per output, kept as
+     * doubles, fixed point and the expanded AVX2 form) and the ring of resampled rows. */
+    rw = p->resize_w ? p->resize_w : p->out_w;
+    rh = p->resize_h ? p->resize_h : p->out_h;
+    bound += 64 * ((uint64_t)p->out_w * (2 * (uint64_t)p->box_w / rw + 4) +
+                   (uint64_t)p->out_h * (2 * (uint64_t)p->box_h / rh + 4)) +
+             (uint64_t)p->out_w * 3 * (2 * (uint64_t)p->box_h / rh + 8);
+    return bound;
+}
+
 /*
  * Fast mode decodes at 1/2, 1/4 or 1/8 scale in the DCT domain: the largest factor whose scaled
  * box still covers the resize target, so the resample never upscales what was decoded smaller.

@@ -67,6 +67,22 @@ int sophon_records_set_side(sophon_records *set, uint32_t side)
     return 0;
 }
 
+long sophon_records_limit_pixels(sophon_records *set, uint64_t max_pixels)
+{
+    long n = 0;
+    if (!set)
+        return -EINVAL;
+    for (size_t i = 0; i < set->n; i++) {
+        struct sophon_record *r = &set->rec[i];
+        if ((uint64_t)r->width * r->height <= max_pixels)
+            continue;
+        for (int s = SOPHON_STAGE_U8; s < SOPHON_STAGE_COUNT; s++)
+            r->stage[s] = (struct sophon_stage_cost){0};
+        n++;
+    }
+    return n;
+}
+
 size_t sophon_records_count(const sophon_records *set)
 {
     return set ? set->n : 0;

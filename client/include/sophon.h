@@ -171,8 +171,9 @@ struct sophon_batch {
     size_t failed;            /* samples of this batch with errors[k] < 0 */
 };
 
-/* Versions of struct sophon_loader_stats, under the options' rule (1 is the first). */
-#define SOPHON_LOADER_STATS_VERSION 1
+/* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
+ * declined. */
+#define SOPHON_LOADER_STATS_VERSION 2
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -193,6 +194,10 @@ struct sophon_loader_stats {
     size_t planned_offloaded;
     double storage_speed, client_speed; /* the cost model the plan used (relative speeds) */
     int class_available;                /* 0 once the class was found missing or forbidden */
+    /* Version 2. */
+    uint64_t declined; /* samples the OSDs declined (their memory budget for sophon calls full,
+                        * or the image over their per-call cap) and this client prepared;
+                        * counted in fallbacks too */
 };
 
 /* clang-format off */

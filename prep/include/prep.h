@@ -202,6 +202,17 @@ int sophon_format_from_name(const char *name);
 uint64_t sophon_prep_output_size(const struct sophon_prep_params *p);
 
 /*
+ * sophon_prep_memory_bound - an upper bound on the memory that running request p on a JPEG of
+ * len bytes whose header says *info (sophon_probe) takes, in bytes: the JPEG itself, the
+ * progressive copy and coefficient arrays (the whole image's, which bounds what the box needs),
+ * libjpeg's row buffers and tables, the resampler's weights and rows, and the output. The OSD
+ * class reserves it from its memory budget before it decodes. 0 for NULL arguments or an output
+ * size of 0.
+ */
+uint64_t sophon_prep_memory_bound(const struct sophon_probe_info *info, uint64_t len,
+                                  const struct sophon_prep_params *p);
+
+/*
  * sophon_prep_run - run the pipeline on jpeg[0..len) with parameters p and budget lim
  * (NULL = SOPHON_LIMITS_INIT). Writes exactly sophon_prep_output_size(p) bytes to out, which the
  * caller owns and which must hold out_cap >= that many bytes; on error the content of out is

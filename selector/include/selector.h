@@ -124,6 +124,13 @@ int sophon_records_add(sophon_records *set, const struct sophon_record *rec);
  */
 int sophon_records_set_side(sophon_records *set, uint32_t side);
 
+/*
+ * Makes the U8 and F32 stages unavailable (bytes 0) in every record of more than max_pixels
+ * pixels (width * height): the OSDs refuse those (SOPHON_OSD_MAX_PIXELS, sophon_config.h), so
+ * no policy offloads them. Returns the number of such records, or -EINVAL for a NULL set.
+ */
+long sophon_records_limit_pixels(sophon_records *set, uint64_t max_pixels);
+
 /* Number of records (0 for NULL). */
 size_t sophon_records_count(const sophon_records *set);
 

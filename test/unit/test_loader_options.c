@@ -218,6 +218,16 @@ static void test_stats_versions(void **state)
     assert_int_equal(out.version, SOPHON_LOADER_STATS_VERSION);
     assert_int_equal(out.samples, 1234);
     assert_int_equal(out.bytes_by_stage[SOPHON_LOADER_STAGE_F32], 99);
+    /* A caller built against version 1 gets nothing past its struct's end (declined). */
+    src.declined = 5;
+    memset(&out, 0xab, sizeof(out));
+    out.version = 1;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.samples, 1234);
+    assert_int_equal(out.declined, 0xababababababababull);
+    out.version = 2;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.declined, 5);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;

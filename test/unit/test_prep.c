@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <jpeglib.h>
 
 #include "huffman.h"
@@ -583,6 +585,72 @@ static void test_selfcheck(void **state)
     allocs_left = -1;
     assert_int_equal(r, -EAGAIN);
     free(j.data);
+}
+
+/* A field of /proc/self/status in kB (VmRSS, VmHWM), or -1. */
+static long status_kb(const char *field)
+{
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/*
+ * sophon_prep_memory_bound holds: in a child process (a fresh peak), the resident memory that
+ * sophon_prep_run adds while it runs on the whole image of large files of each coding stays
+ * under the bound the OSD class reserves.
+ */
+static void test_memory_bound(void **state)
+{
+    static const struct {
+        enum kind k;
+        uint32_t w, h;
+        int progressive;
+    } cases[] = {
+        {K_444, 3000, 2000, 1},  {K_420, 4000, 3000, 1},  {K_420, 4000, 3000, 0},
+        {K_GRAY, 2500, 2500, 1}, {K_CMYK, 1500, 1000, 1}, {K_422, 6000, 300, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jpeg_buf j = make_jpeg(cases[i].k, cases[i].w, cases[i].h, cases[i].progressive, 90);
+        struct sophon_probe_info info;
+        struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+        assert_int_equal(sophon_probe(&info, j.data, j.len, NULL, 0), 0);
+        p.box_w = j.w;
+        p.box_h = j.h;
+        uint64_t bound = sophon_prep_memory_bound(&info, j.len, &p);
+        assert_true(bound > j.len);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            uint8_t *out = malloc(sophon_prep_output_size(&p));
+            FILE *f = fopen("/proc/self/clear_refs", "w");
+            if (out == NULL || f == NULL || fputs("5", f) < 0 || fclose(f) != 0)
+                _exit(2);
+            long before = status_kb("VmRSS");
+            int rc =
+                sophon_prep_run(out, sophon_prep_output_size(&p), j.data, j.len, &p, NULL, NULL, 0);
+            long grown = status_kb("VmHWM") - before;
+            printf("memory bound: %s %ux%u%s: %ld kB used, bound %llu kB\n", kind_names[cases[i].k],
+                   cases[i].w, cases[i].h, cases[i].progressive ? " progressive" : "", grown,
+                   (unsigned long long)(bound >> 10));
+            fflush(stdout);
+            _exit(rc != 0 || before < 0 ? 3 : (uint64_t)grown * 1024 > bound ? 1 : 0);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        free(j.data);
+    }
 }
 
 static void test_output_size(void **state)
@@ -1594,6 +1662,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selfcheck),
+        cmocka_unit_test(test_memory_bound),
         cmocka_unit_test(test_output_size),
         cmocka_unit_test(test_probe_modes),
         cmocka_unit_test(test_modes_small),

@@ -498,6 +498,29 @@ static void zero_storage_cores_offload_nothing(void **state)
     sophon_records_free(set);
 }
 
+/* Records over the OSDs' per-call pixel cap lose their offloaded stages, the others keep them. */
+static void limit_pixels(void **state)
+{
+    (void)state;
+    rng_state = 13;
+    sophon_records *set = random_set(10);
+    struct sophon_record *r = (struct sophon_record *)sophon_records_get(set, 4);
+    r->width = 6001;
+    r->height = 4000;
+    assert_int_equal(sophon_records_limit_pixels(set, 24000000), 1);
+    for (size_t i = 0; i < sophon_records_count(set); i++) {
+        const struct sophon_record *q = sophon_records_get(set, i);
+        assert_int_equal(q->stage[SOPHON_STAGE_U8].bytes == 0, i == 4);
+        assert_int_equal(q->stage[SOPHON_STAGE_F32].bytes == 0, i == 4);
+        assert_int_equal(q->stage[SOPHON_STAGE_STORED].bytes, q->stored_bytes);
+    }
+    /* At exactly the cap an image is offloaded; the one over it is counted again. */
+    assert_int_equal(sophon_records_limit_pixels(set, 1024 * 768), 1);
+    assert_true(sophon_records_get(set, 0)->stage[SOPHON_STAGE_U8].bytes > 0);
+    assert_int_equal(sophon_records_limit_pixels(NULL, 1), -EINVAL);
+    sophon_records_free(set);
+}
+
 /* Objects without offloaded stages (JPEGs sophon cannot decode, cmd_profile.c) are stored under
  * every policy, the static ones too, and the rest are planned as before. */
 static void unavailable_stages_stay_stored(void **state)
@@ -645,6 +668,7 @@ int main(void)
         cmocka_unit_test(selective_vs_exhaustive),
         cmocka_unit_test(more_bandwidth_never_slower),
         cmocka_unit_test(zero_storage_cores_offload_nothing),
+        cmocka_unit_test(limit_pixels),
         cmocka_unit_test(unavailable_stages_stay_stored),
         cmocka_unit_test(unlimited_cores_give_oracle_bytes),
         cmocka_unit_test(same_input_same_plan),
