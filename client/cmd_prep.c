@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "output.h"
 #include "prep_call.h"
+#include "sophon_config.h"
 #include "sophon.h"
 
 static const char prep_usage[] =
@@ -29,6 +30,10 @@ static const char exec_usage[] =
     "so.\n\n" CLI_PREP_HELP
     "      --local         prepare on this client instead of in the OSD\n\n" CLI_COMMON_HELP;
 
+#define SOPHON_OSD_MAX_MP_TEXT_(x)  #x
+#define SOPHON_OSD_MAX_MP_TEXT_X(x) SOPHON_OSD_MAX_MP_TEXT_(x)
+#define SOPHON_OSD_MAX_MP_TEXT      SOPHON_OSD_MAX_MP_TEXT_X(SOPHON_OSD_MAX_MEGAPIXELS)
+
 /* Explains a pipeline errno when only the number is known (the OSD's reply). */
 static const char *prep_errno_hint(int err)
 {
@@ -38,7 +43,11 @@ static const char *prep_errno_hint(int err)
     case EBADMSG:
         return "the data is not a valid JPEG (corrupt, truncated or another format)";
     case E2BIG:
-        return "the image is over the limits (pixels or progressive scans): a decompression bomb?";
+        return "the image is over the OSD's limits (its cap of " SOPHON_OSD_MAX_MP_TEXT
+               " megapixels a call, or the pixel and scan limits of a decompression bomb): "
+               "--local prepares it here unless it is a bomb";
+    case EBUSY:
+        return "the OSD's memory for sophon calls is taken by other calls: try again, or --local";
     case EFBIG:
         return "the object or the output is over the size limits";
     case EMEDIUMTYPE:
