@@ -224,8 +224,10 @@ static int load_records(struct plan_args *a, sophon_records **set)
         a->budget.storage_speed = a->speed;
     if (a->size > 0)
         sophon_records_set_side(*set, (uint32_t)a->size);
-    /* As the loader plans: images the OSDs refuse for their size stay stored. */
-    long over = sophon_records_limit_pixels(*set, SOPHON_OSD_MAX_PIXELS);
+    /* A dataset of this cluster is planned as the loader plans it: images its OSDs refuse for
+     * their size stay stored. A records file (the paper's profile, another cluster's records) is
+     * planned as it is. */
+    long over = a->records == NULL ? sophon_records_limit_pixels(*set, SOPHON_OSD_MAX_PIXELS) : 0;
     if (over > 0)
         printf("%ld object(s) over the OSDs' %u megapixels a call: never offloaded\n", over,
                (unsigned)SOPHON_OSD_MAX_MEGAPIXELS);

@@ -594,10 +594,12 @@ static int profile(struct profile_args *a, struct item **items, size_t *n)
         write_records(a, *items, *n, &written, &unsupported, &rejected) < 0)
         return -1;
     secs = progress_now() - t0;
-    printf("dataset %s: %zu objects; %zu profiled (new or changed; %zu of a kind sophon does not "
-           "decode), %zu unchanged, %zu not JPEGs or unreadable, %zu gone; %.1f s, %.0f "
-           "records/s\n",
-           a->dataset, *n, written, unsupported, unchanged, rejected, missing, secs,
+    char kinds[64] = "";
+    if (unsupported > 0)
+        snprintf(kinds, sizeof(kinds), "; %zu of a kind sophon does not decode", unsupported);
+    printf("dataset %s: %zu objects; %zu profiled (new or changed%s), %zu unchanged, %zu not "
+           "JPEGs or unreadable, %zu gone; %.1f s, %.0f records/s\n",
+           a->dataset, *n, written, kinds, unchanged, rejected, missing, secs,
            secs > 0 ? (double)*n / secs : 0);
     if (a->sample > 0 && written > 0)
         store_calibration(a, *items, *n);
