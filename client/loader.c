@@ -58,6 +58,11 @@ struct slot {
     char *resp; /* exec reply, librados' */
     size_t resp_len;
     int prval;
+    /* The object's size and mtime, read in the same operation as the exec: an object rewritten
+     * since it was profiled is prepared here from what is stored now (object_changed). */
+    uint64_t st_size;
+    time_t st_mtime;
+    int st_rval;
     uint8_t *raw; /* plain read, ours */
     size_t raw_cap;
     struct slot *next; /* work queue or retry list */
@@ -78,6 +83,7 @@ struct sophon_loader {
     rados_t cluster;
     rados_ioctx_t io;
     struct sophon_dataset ds;
+    int64_t *mtimes; /* per record, its index stamp's mtime (when profiled); 0 unknown */
     size_t sample_bytes;
     struct sophon_crop_policy crop; /* train: RandomResizedCrop's scale and ratio, the flip */
 
@@ -214,6 +220,8 @@ static void issue(struct sophon_loader *l, struct slot *s)
         s->resp = NULL;
         s->resp_len = 0;
         s->prval = 0;
+        s->st_rval = -ENODATA;
+        rados_read_op_stat(s->rop, &s->st_size, &s->st_mtime, &s->st_rval);
         /* librados copies the request; the reply is allocated by it (rados_buffer_free). */
         rados_read_op_exec(s->rop, "sophon", "prep", (const char *)req, req_len, &s->resp,
                            &s->resp_len, &s->prval);
@@ -403,13 +411,15 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     res->bytes = len;
     res->got_stage = SOPHON_STAGE_STORED;
     uint64_t t0 = sophon__thread_cpu_ns();
-    int r = 0;
-    if (geometry_unknown(rec)) {
-        struct sophon_probe_info info;
-        r = sophon_probe(&info, jpeg, len, err, sizeof(err));
-        if (r == 0)
-            r = sample_params(l, s->index, info.width, info.height, &s->p);
-    }
+    /* The sample is drawn for the image as stored now: one rewritten with another size since it
+     * was profiled (or whose size profile could not read) gets its geometry from its header. A
+     * header that does not parse is left to the pipeline, which says why. */
+    struct sophon_probe_info info;
+    int r = sophon_probe(&info, jpeg, len, err, sizeof(err));
+    if (r == 0 && (info.width != rec->width || info.height != rec->height))
+        r = sample_params(l, s->index, info.width, info.height, &s->p);
+    else if (r < 0 && !geometry_unknown(rec))
+        r = 0;
     if (r == 0)
         r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
@@ -448,6 +458,17 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
 }
 
+/* Whether the object an offloaded attempt prepared differs from the one profiled: its size, or
+ * its mtime where the index has it (the stat ran in the same operation as the exec). */
+static int object_changed(const struct sophon_loader *l, const struct slot *s,
+                          const struct sophon_record *rec)
+{
+    if (s->st_rval < 0)
+        return 0;
+    return s->st_size != rec->stored_bytes || (l->mtimes != NULL && l->mtimes[s->index] != 0 &&
+                                               (int64_t)s->st_mtime != l->mtimes[s->index]);
+}
+
 /* Decides what to do with one completed attempt. */
 static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struct result *res)
 {
@@ -455,6 +476,21 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
     int r = s->rc;
     memset(res, 0, sizeof(*res));
     res->what = DONE;
+    /* An object rewritten since it was profiled: its box may have been drawn for another image,
+     * and the OSD may have refused it as outside that image (-EINVAL, for a request this client
+     * validated). Prepared here, with the geometry of the image stored now. */
+    if (s->stage != SOPHON_STAGE_STORED &&
+        (r == -EINVAL || (r >= 0 && object_changed(l, s, rec)))) {
+        say(l,
+            "%s: rewritten since it was profiled, prepared here (sophon profile updates its "
+            "record)",
+            rec->name);
+        res->what = RETRY;
+        s->stage = SOPHON_STAGE_STORED;
+        s->attempts = 0;
+        s->not_before = 0;
+        return;
+    }
     if (r >= 0) {
         if (s->stage == SOPHON_STAGE_STORED)
             finish_stored(l, s, out, res);
@@ -723,6 +759,29 @@ static int connect_pool(struct sophon_loader *l, const char *conf, const char *c
     return rados_ioctx_create(l->cluster, pool, &l->io);
 }
 
+/* The mtime of each record's object when it was profiled, from the index's stamps (both lists
+ * sorted by name). Without them (an index that has none, no memory) object_changed compares
+ * sizes alone. */
+static void read_mtimes(struct sophon_loader *l, const char *dataset)
+{
+    struct sophon_index_stamp *st = NULL;
+    size_t n = 0, nrec = sophon_records_count(l->ds.records);
+
+    if (sophon__index_stamps(l->io, dataset, &st, &n) < 0)
+        return;
+    l->mtimes = calloc(nrec ? nrec : 1, sizeof(*l->mtimes));
+    for (size_t i = 0, k = 0; l->mtimes != NULL && i < nrec && k < n;) {
+        int c = strcmp(sophon_records_get(l->ds.records, i)->name, st[k].name);
+        if (c == 0)
+            l->mtimes[i++] = st[k++].mtime;
+        else if (c < 0)
+            i++;
+        else
+            k++;
+    }
+    sophon__index_stamps_free(st, n);
+}
+
 int sophon_loader_open(sophon_loader **out, const char *conf, const char *client_id,
                        const char *pool, const char *dataset,
                        const struct sophon_loader_options *opts)
@@ -764,6 +823,7 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
         r = -EINVAL;
     if (r < 0)
         goto fail;
+    read_mtimes(l, dataset);
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = 1.0;
     ask_wire(l);
@@ -965,6 +1025,7 @@ void sophon_loader_close(sophon_loader *l)
     free(l->order);
     sophon_plan_free(l->plan);
     sophon__dataset_free(&l->ds);
+    free(l->mtimes);
     if (l->io != NULL)
         rados_ioctx_destroy(l->io);
     if (l->cluster != NULL)
