@@ -52,6 +52,18 @@ static int by_stamp_name(const void *key, const void *elem)
     return strcmp(key, ((const struct sophon_index_stamp *)elem)->name);
 }
 
+/* An item's record as its probe describes it, without costs (sophon_cost_model_fill adds them). */
+static struct sophon_record probed_record(const struct item *it)
+{
+    return (struct sophon_record){.name = it->name,
+                                  .stored_bytes = it->size,
+                                  .width = it->probe.info.width,
+                                  .height = it->probe.info.height,
+                                  .components = it->probe.info.components,
+                                  .subsampling = it->probe.info.subsampling,
+                                  .progressive = it->probe.info.progressive};
+}
+
 /* The dataset's objects: registered members, else the list file, else the pool. */
 static int gather(struct cli *c, const char *dataset, const char *list, struct item **out,
                   size_t *n)
@@ -277,13 +289,7 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         if (r < 0)
             continue;
         free(out);
-        struct sophon_record rec = {.name = it->name,
-                                    .stored_bytes = it->size,
-                                    .width = it->probe.info.width,
-                                    .height = it->probe.info.height,
-                                    .components = it->probe.info.components,
-                                    .subsampling = it->probe.info.subsampling,
-                                    .progressive = it->probe.info.progressive};
+        struct sophon_record rec = probed_record(it);
         osd += osd_s;
         local += local_s;
         model += sophon_cost_model_decode_s(&rec, NULL);
@@ -527,13 +533,7 @@ static int write_records(struct profile_args *a, const struct item *items, size_
             (*rejected)++;
             continue;
         } else {
-            *rec = (struct sophon_record){.name = it->name,
-                                          .stored_bytes = it->size,
-                                          .width = it->probe.info.width,
-                                          .height = it->probe.info.height,
-                                          .components = it->probe.info.components,
-                                          .subsampling = it->probe.info.subsampling,
-                                          .progressive = it->probe.info.progressive};
+            *rec = probed_record(it);
             if (sophon_cost_model_fill(rec, NULL) < 0) {
                 (*rejected)++;
                 continue;

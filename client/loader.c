@@ -469,6 +469,15 @@ static int object_changed(const struct sophon_loader *l, const struct slot *s,
                                                (int64_t)s->st_mtime != l->mtimes[s->index]);
 }
 
+/* The sample's next attempt is a plain read of the stored object, prepared here, at once. */
+static void go_local(struct slot *s, struct result *res)
+{
+    s->stage = SOPHON_STAGE_STORED;
+    s->attempts = 0;
+    s->not_before = 0;
+    res->what = RETRY;
+}
+
 /* Decides what to do with one completed attempt. */
 static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struct result *res)
 {
@@ -485,10 +494,7 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
             "%s: rewritten since it was profiled, prepared here (sophon profile updates its "
             "record)",
             rec->name);
-        res->what = RETRY;
-        s->stage = SOPHON_STAGE_STORED;
-        s->attempts = 0;
-        s->not_before = 0;
+        go_local(s, res);
         return;
     }
     if (r >= 0) {
@@ -501,20 +507,14 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
     if (s->stage != SOPHON_STAGE_STORED && class_unusable(r)) {
         /* No class, or a key that may not call it: this and every later sample go local. */
         res->class_missing = 1;
-        res->what = RETRY;
-        s->stage = SOPHON_STAGE_STORED;
-        s->attempts = 0;
-        s->not_before = 0;
+        go_local(s, res);
         return;
     }
     if (s->stage != SOPHON_STAGE_STORED && declined(r)) {
         /* Prepared here from the stored object, at once: the OSD said so without working. A
          * -E2BIG the local limits share comes back from the local path as the sample's. */
         res->declined = 1;
-        res->what = RETRY;
-        s->stage = SOPHON_STAGE_STORED;
-        s->attempts = 0;
-        s->not_before = 0;
+        go_local(s, res);
         return;
     }
     if (transient(r)) {
@@ -532,10 +532,7 @@ static void process(struct sophon_loader *l, struct slot *s, uint8_t *out, struc
             /* The OSD did not answer in time however often asked: read and prepare here. */
             say(l, "%s: %s after %u retries, preparing it here", rec->name, strerror(-r),
                 s->attempts);
-            s->stage = SOPHON_STAGE_STORED;
-            s->attempts = 0;
-            s->not_before = 0;
-            res->what = RETRY;
+            go_local(s, res);
             return;
         }
     }
