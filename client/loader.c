@@ -855,6 +855,28 @@ static void drain(struct sophon_loader *l)
     l->retry = NULL;
 }
 
+/*
+ * The model's epoch for this rank's shard (order[0..m)) of the job's plan, and the shard's
+ * predicted bytes and offloaded samples into l->st: the shard's bytes over this rank's link, its
+ * client CPU over this rank's cores, and the OSDs' time for the whole job's plan (all ranks run
+ * at once and share them); the maximum of the three, or of the GPU's time for the shard.
+ */
+static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *plan,
+                            const struct sophon_budget *job, const uint64_t *order, size_t m)
+{
+    double client_s = 0, gpu_s = 0, rank_client = job->client_cores / l->o.world;
+    for (size_t k = 0; k < m; k++) {
+        l->st.predicted_bytes += plan->bytes[order[k]];
+        l->st.planned_offloaded += plan->stage[order[k]] != SOPHON_STAGE_STORED;
+        client_s += plan->client_cpu_s[order[k]];
+    }
+    double net_s = (double)l->st.predicted_bytes / (job->bandwidth_Bps / l->o.world);
+    client_s = client_s == 0 ? 0 : rank_client > 0 ? client_s / rank_client : INFINITY;
+    if (job->gpu_samples_per_s > 0)
+        gpu_s = (double)m / job->gpu_samples_per_s;
+    return fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
+}
+
 int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 {
     uint64_t *order = NULL;
@@ -876,11 +898,14 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
         l->storage_speed = l->storage_model_s / l->storage_meas_s;
     if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
         l->client_speed = l->client_model_s / l->client_meas_s;
+    /* One plan for the whole job, the same in every rank: each of the world ranks has its own
+     * link and client cores (the options give one rank's), and all of them share the OSDs'
+     * cores. Each rank then takes its shard of that plan. */
     struct sophon_budget budget = SOPHON_BUDGET_INIT;
-    budget.bandwidth_Bps = l->o.bandwidth_Bps;
+    budget.bandwidth_Bps = l->o.bandwidth_Bps * l->o.world;
     budget.storage_cores = l->o.storage_cores;
     budget.storage_speed = l->storage_speed;
-    budget.client_cores = l->o.client_cores * l->client_speed;
+    budget.client_cores = l->o.client_cores * l->client_speed * l->o.world;
     budget.final_format = l->o.format; /* the same values (cross_checks.h) */
     budget.policy = l->policy;
     r = sophon_plan_make(&plan, l->ds.records, &budget);
@@ -904,11 +929,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.class_available = l->class_ok;
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;
-    l->st.predicted_epoch_s = plan->epoch_s;
-    for (size_t k = 0; k < m; k++) {
-        l->st.predicted_bytes += plan->bytes[order[k]];
-        l->st.planned_offloaded += plan->stage[order[k]] != SOPHON_STAGE_STORED;
-    }
+    l->st.predicted_epoch_s = shard_epoch_s(l, plan, &budget, order, m);
     l->t0 = now_s();
     l->running = 1;
     pthread_cond_signal(&l->cv_disp);

@@ -123,7 +123,10 @@ struct sophon_loader_options {
     const char *keyring;  /* keyring file; NULL: from ceph.conf */
     /* The budget the plan is made for (sophon plan's --net, --storage-cores, --client-cores):
      * bytes per second (> 0), OSD cores and client cores (>= 0; 0 storage cores: nothing is
-     * prepared in the OSDs), or SOPHON_BUDGET_MEASURE (the default, see there). */
+     * prepared in the OSDs), or SOPHON_BUDGET_MEASURE (the default, see there). The bandwidth
+     * and the client cores are this rank's (each of the world ranks has its own link and
+     * cores), the storage cores the whole job's: every rank makes the same plan for the job
+     * and takes its shard of it, so that the ranks together stay within the OSDs' budget. */
     double bandwidth_Bps, storage_cores, client_cores;
     unsigned retries;      /* attempts after the first, per sample, before the local path; 4 */
     unsigned backoff_ms;   /* first retry's delay, doubled each time; default 100 */
@@ -188,7 +191,8 @@ struct sophon_loader_stats {
     uint64_t fallbacks;                 /* samples planned in the OSD but prepared here */
     uint64_t osd_cpu_ns, client_cpu_ns; /* preparation CPU: OSD threads, the loader's workers */
     double elapsed_s;                   /* from epoch start to the last batch delivered (or now) */
-    /* The plan of this epoch, over this shard's samples. */
+    /* The job's plan of this epoch, over this shard's samples: its bytes, and the epoch of this
+     * rank (its shard over its link and cores, the OSDs' time for the whole job). */
     uint64_t predicted_bytes;
     double predicted_epoch_s;
     size_t planned_offloaded;

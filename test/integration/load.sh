@@ -69,6 +69,20 @@ done
 cmp -s "$work/full/epoch-0.index" "$work/full/epoch-1.index" &&
     bad "epoch 1 has the order of epoch 0" || ok "each epoch has its own order"
 
+# Ranks share one job plan: two ranks of 100 Mbit/s and 1 client core each, sharing 1 OSD core,
+# plan what one process of 200 Mbit/s and 2 cores plans, each predicting its own shard.
+pred() { grep -o ' predicted=[0-9]*' "$1" | head -1 | cut -d= -f2; }
+load "$work/job" "$work/job.log" --policy selective --net 200Mbit --storage-cores 1 \
+    --client-cores 2 &&
+    load "$work/r0" "$work/r0.log" --policy selective --net 100Mbit --storage-cores 1 \
+        --client-cores 1 --shard 0/2 &&
+    load "$work/r1" "$work/r1.log" --policy selective --net 100Mbit --storage-cores 1 \
+        --client-cores 1 --shard 1/2 || bad "job loads failed"
+[ $(($(pred "$work/r0.log") + $(pred "$work/r1.log"))) = "$(pred "$work/job.log")" ] &&
+    [ "$(pred "$work/r0.log")" != "$(pred "$work/job.log")" ] &&
+    ok "two ranks take their shards of one job plan: predicted bytes add up" ||
+    bad "predicted: job $(pred "$work/job.log"), ranks $(pred "$work/r0.log") + $(pred "$work/r1.log")"
+
 # The validation transform at another size: the dataset order, every epoch alike, the OSDs' bytes
 # (policy all) the local path's (none) and torchvision's own; shards split it as a training epoch.
 for p in none all; do
