@@ -38,6 +38,10 @@ def loader(**kw):
     return sophon.Loader(pool, ds, **kw)
 
 
+# The command runs without the sanitizer runtime a sanitizer build preloads into python.
+cli_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def threads_now():
     return len(os.listdir("/proc/self/task"))
 
@@ -84,7 +88,7 @@ def main():
             subprocess.run([sophon_cli, "load", "--id", "sophon", "-p", pool, "--dataset", ds,
                             "--out", out, "--format", fmt, "--batch", "5", "--policy", policy,
                             "--seed", "42", "--first-epoch", "3", *extra],
-                           check=True, stdout=subprocess.DEVNULL)
+                           check=True, stdout=subprocess.DEVNULL, env=cli_env)
             want = open(os.path.join(out, "epoch-3.data"), "rb").read()
             want_names = [line.split()[4] for line in open(os.path.join(out, "epoch-3.index"))]
             with loader(format=fmt, batch_size=5, policy=policy, **kw) as l:

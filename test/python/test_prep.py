@@ -134,6 +134,9 @@ for i, path in enumerate(files):
           f"{name}: val f32 is the whole ImageNet validation transform")
 print(f"f32: largest difference from torchvision {worst_f32:g}")
 
+# The command runs without the sanitizer runtime a sanitizer build preloads into python (its own
+# is linked in).
+cli_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 # draw_crop is the C sampler: `sophon prep --seed S --epoch E --index I` prints the box it drew
 # and writes the sample.
 with tempfile.TemporaryDirectory() as tmp:
@@ -144,7 +147,7 @@ with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.raw")
         r = subprocess.run([sophon_cli, "prep", path, "--seed", str(seed), "--epoch", str(epoch),
                             "--index", str(index), "--scale", "0.3,0.9", "--ratio", "2/3,3/2",
-                            "-o", out], capture_output=True, text=True)
+                            "-o", out], capture_output=True, text=True, env=cli_env)
         m = re.search(r"box (\d+),(\d+),(\d+),(\d+)", r.stdout)
         box, flip = sophon.draw_crop(w, h, seed, epoch, index, scale=(0.3, 0.9),
                                      ratio=(2 / 3, 3 / 2))
