@@ -100,6 +100,16 @@ def main():
                   f"policy {policy} {fmt} {kw}: the bytes and order of `sophon load --out` "
                   f"({len(want)} bytes)")
 
+    # The loader's box and flip are draw_crop's for (seed, epoch, dataset index): sophon.prep with
+    # that seed, epoch and index makes each sample of the loader's batch from the photo here.
+    with loader(format="u8", size=128, batch_size=6, policy="all", scale=(0.3, 1)) as l:
+        b = next(l.batches(seed=9, epoch=4))
+        same = all(np.array_equal(img, sophon.prep(open(os.path.join(tree, name), "rb").read(),
+                                                   seed=9, epoch=4, index=int(i), size=128,
+                                                   scale=(0.3, 1)))
+                   for img, name, i in zip(b.images, b.names, b.indices))
+    check(same, "the loader's samples are sophon.prep's with draw_crop's (seed, epoch, index)")
+
     # Two ranks cover an epoch exactly once, and each epoch has its own order.
     idx = []
     for rank in (0, 1):
