@@ -23,7 +23,7 @@ fix=0
 cd "$top"
 files=()
 while IFS= read -r -d '' f; do files+=("$f"); done < <(
-    find cls client common prep selector test -name '*.[ch]' -print0 2>/dev/null | sort -z)
+    find cls client common prep python selector test -name '*.[ch]' -print0 2>/dev/null | sort -z)
 if [ ${#files[@]} -eq 0 ]; then
     echo "check-format: no C files found under $top" >&2
     exit 1

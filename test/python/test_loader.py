@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""test_loader.py SOPHON - sophon.Loader and sophon.torch.SophonDataset against the dev cluster
+(CEPH_CONF, SOPHON_POOL, SOPHON_DATASET and SOPHON_DATASET_DIR set by with_dataset.sh): shapes,
+dtypes and labels; the same bytes as `sophon load --out` for the same seed and epoch; ranks that
+cover an epoch exactly once; set_epoch; one thread at a time; close and garbage collection; and
+three training steps of a torchvision resnet18 from a DataLoader over the dataset."""
+
+import collections
+import gc
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import torch
+import torch.utils.data
+import torchvision
+
+import sophon
+import sophon.torch
+
+pool, ds = os.environ.get("SOPHON_POOL"), os.environ.get("SOPHON_DATASET")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures += 1
+
+
+def loader(**kw):
+    kw.setdefault("client_id", "sophon")
+    return sophon.Loader(pool, ds, **kw)
+
+
+# The command runs without the sanitizer runtime a sanitizer build preloads into python.
+cli_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
+def threads_now():
+    return len(os.listdir("/proc/self/task"))
+
+
+def main():
+    sophon_cli, tree = sys.argv[1], os.environ["SOPHON_DATASET_DIR"]
+    files = sorted(os.path.relpath(os.path.join(d, f), tree)
+                   for d, _, fs in os.walk(tree) for f in fs)
+    n = len(files)
+    classes = sorted(os.listdir(tree))
+    per_class = collections.Counter(f.split("/")[0] for f in files)
+
+    # Shapes, dtypes, labels.
+    with loader(batch_size=7, format="f32") as l:
+        check(l.classes == classes and l.dataset_size == n and len(l) == n,
+              f"{n} samples of classes {l.classes}")
+        seen = 0
+        for images, labels in l.epoch(seed=0, epoch=0):
+            ok = (images.dtype == np.float32 and images.shape[1:] == (3, 224, 224) and
+                  labels.dtype == np.int64 and images.shape[0] == labels.shape[0] <= 7)
+            seen += images.shape[0]
+            if not ok:
+                break
+        check(ok and seen == n, "f32 batches of (<=7, 3, 224, 224) float32 and int64 labels")
+        st = l.stats()
+        check(st["samples"] == n and st["failed"] == 0 and st["samples_per_s"] > 0 and
+              sum(st["samples_by_stage"].values()) == n,
+              f"stats: {st['samples']} samples, {st['offloaded']} offloaded, "
+              f"{st['bytes_received']} bytes, {st['samples_per_s']:.0f} samples/s")
+        named = all(l.classes[lab] == name.split("/")[0] and name in files
+                    for b in l.batches(seed=0, epoch=1)
+                    for lab, name in zip(b.labels, b.names))
+        check(named, "each label is the class directory of its object")
+
+    # The same samples as `sophon load --out` for the same seed, epoch, batch and policy.
+    with tempfile.TemporaryDirectory() as tmp:
+        for policy, fmt, extra, kw in (
+                ("selective", "f32", [], {}),
+                ("all", "u8", ["--size", "96", "--scale", "0.25,1", "--ratio", "1/2,2/1"],
+                 dict(size=96, scale=(0.25, 1), ratio=(0.5, 2))),
+                ("none", "f32", ["--transform", "val", "--size", "160", "--resize", "182"],
+                 dict(transform="val", size=160, resize=182))):
+            out = os.path.join(tmp, policy)
+            subprocess.run([sophon_cli, "load", "--id", "sophon", "-p", pool, "--dataset", ds,
+                            "--out", out, "--format", fmt, "--batch", "5", "--policy", policy,
+                            "--seed", "42", "--first-epoch", "3", *extra],
+                           check=True, stdout=subprocess.DEVNULL, env=cli_env)
+            want = open(os.path.join(out, "epoch-3.data"), "rb").read()
+            want_names = [line.split()[4] for line in open(os.path.join(out, "epoch-3.index"))]
+            with loader(format=fmt, batch_size=5, policy=policy, **kw) as l:
+                got, names = [], []
+                for b in l.batches(seed=42, epoch=3):
+                    got.append(b.images.tobytes())
+                    names += b.names
+            check(b"".join(got) == want and names == want_names,
+                  f"policy {policy} {fmt} {kw}: the bytes and order of `sophon load --out` "
+                  f"({len(want)} bytes)")
+
+    # The loader's box and flip are draw_crop's for (seed, epoch, dataset index): sophon.prep with
+    # that seed, epoch and index makes each sample of the loader's batch from the photo here.
+    with loader(format="u8", size=128, batch_size=6, policy="all", scale=(0.3, 1)) as l:
+        b = next(l.batches(seed=9, epoch=4))
+        same = all(np.array_equal(img, sophon.prep(open(os.path.join(tree, name), "rb").read(),
+                                                   seed=9, epoch=4, index=int(i), size=128,
+                                                   scale=(0.3, 1)))
+                   for img, name, i in zip(b.images, b.names, b.indices))
+    check(same, "the loader's samples are sophon.prep's with draw_crop's (seed, epoch, index)")
+
+    # Two ranks cover an epoch exactly once, and each epoch has its own order.
+    idx = []
+    for rank in (0, 1):
+        with loader(format="u8", size=32, rank=rank, world=2, batch_size=4) as l:
+            idx.append([int(i) for b in l.batches(seed=1, epoch=2) for i in b.indices])
+    check(sorted(idx[0] + idx[1]) == list(range(n)) and abs(len(idx[0]) - len(idx[1])) <= 1,
+          f"ranks 0 and 1 of 2: {len(idx[0])} + {len(idx[1])} samples, each once")
+
+    # One thread at a time: a second thread finds the loader busy and gets RuntimeError.
+    with loader(format="f32", batch_size=2, threads=1) as l:
+        busy = 0
+        for attempt in range(5):
+            l._l.epoch_start(0, attempt)
+            stop = threading.Event()
+
+            def drain():
+                try:
+                    while not stop.is_set() and l._l.next() is not None:
+                        pass
+                except RuntimeError:
+                    pass
+
+            t = threading.Thread(target=drain)
+            t.start()
+            while t.is_alive():
+                try:
+                    if l._l.next() is None:
+                        break
+                except RuntimeError:
+                    busy += 1
+                    time.sleep(0.001)
+            stop.set()
+            t.join()
+            if busy:
+                break
+        check(busy > 0, f"two threads at once: {busy} RuntimeErrors, no crash")
+
+    # close() and garbage collection free the loader's threads; a view outliving close stays readable.
+    base = threads_now()
+    for _ in range(3):
+        l = loader(format="u8", size=32, batch_size=4, threads=2)
+        kept = next(iter(l.epoch()))[0]
+        l.close()
+        check(int(kept.sum()) >= 0, "a batch kept past close() is still readable")
+        try:
+            l._l.next()
+            check(False, "next() after close() raised nothing")
+        except ValueError:
+            pass
+        del kept
+        l = loader(format="u8", size=32, batch_size=4, threads=2)
+        next(iter(l.epoch()))
+        del l
+        gc.collect()
+    check(threads_now() == base, f"close() and del leave no thread behind ({threads_now()} now, "
+          f"{base} before)")
+
+    # sophon.torch: tensors, set_epoch, DataLoader workers splitting the epoch.
+    dset = sophon.torch.SophonDataset(pool=pool, dataset=ds, client_id="sophon", transform="train",
+                                      size=64, batch_size=8, rank=0, world=1)
+    dl = torch.utils.data.DataLoader(dset, batch_size=None)
+    dset.set_epoch(0)
+    e0 = [(x.clone(), y.clone()) for x, y in dl]
+    check(all(x.dtype == torch.float32 and x.shape[1:] == (3, 64, 64) and y.dtype == torch.int64
+              for x, y in e0) and sum(len(y) for _, y in e0) == n,
+          f"SophonDataset: {len(e0)} batches of float32 (B, 3, 64, 64) tensors, int64 labels")
+    e0again = [(x.clone(), y.clone()) for x, y in dl]
+    dset.set_epoch(1)
+    e1 = [(x.clone(), y.clone()) for x, y in dl]
+    check(all(torch.equal(a[0], b[0]) for a, b in zip(e0, e0again)), "the same epoch twice: the same")
+    check(not torch.equal(torch.cat([y for _, y in e0]), torch.cat([y for _, y in e1])) or
+          not torch.equal(e0[0][0], e1[0][0]), "set_epoch(1) changes the order and the crops")
+    os.environ["RANK"], os.environ["WORLD_SIZE"] = "1", "3"
+    check((sophon.torch.SophonDataset(pool=pool, dataset=ds).rank,
+           sophon.torch.SophonDataset(pool=pool, dataset=ds).world) == (1, 3),
+          "rank and world from RANK and WORLD_SIZE")
+    del os.environ["RANK"], os.environ["WORLD_SIZE"]
+    # librados is not fork-safe once this process has connected: workers are spawned.
+    wdl = torch.utils.data.DataLoader(dset, batch_size=None, num_workers=2,
+                                      multiprocessing_context="spawn")
+    labels = collections.Counter(int(v) for _, y in wdl for v in y)
+    check(labels == collections.Counter({classes.index(c): k for c, k in per_class.items()}),
+          "two DataLoader workers deliver every sample once")
+
+    # A real training smoke test: resnet18 on the CPU, three steps.
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None, num_classes=len(classes))
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    losses = []
+    model.train()
+    for step, (x, y) in enumerate(dl):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+        if step == 2:
+            break
+    changed = sum(not torch.equal(a, p.detach()) for a, p in zip(before, model.parameters()))
+    check(len(losses) == 3 and all(np.isfinite(losses)) and changed > 0,
+          f"resnet18: 3 steps, losses {[round(v, 3) for v in losses]}, {changed} parameter "
+          "tensors changed")
+    dset.close()
+
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
