@@ -34,13 +34,14 @@ jobs=$(nproc)
 
 # What the build, the tests and the dev cluster need (the Debian 13 names of scripts/deps.sh's
 # list, without clang: the ASan build stays on the host). torchvision is the reference of the
-# validation transform's tests (0.21 there, 0.14 on the host); git builds the wire format 1
-# class from the history (integration.wire_v1).
+# validation transform's tests (0.21 there, 0.14 on the host) and of the Python package's
+# (built against python3-dev); git builds the wire format 1 class from the history
+# (integration.wire_v1).
 packages=(
     cmake make gcc libc6-dev pkg-config git
     libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev zlib1g-dev
     ceph-mon ceph-osd ceph-mgr ceph-common procps
-    python3 python3-pil python3-numpy python3-torch python3-torchvision
+    python3 python3-dev python3-pil python3-numpy python3-torch python3-torchvision
     libjpeg-turbo-progs valgrind
 )
 # Tests that check the source tree rather than the platform, run on the host only: the format
