@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cpus.h"
 #include "prep.h"
 #include "selector.h"
 
@@ -60,11 +60,12 @@ static void version1_zeros(struct sophon_loader_options *o,
         o->op_timeout_s = defaults->op_timeout_s;
 }
 
-static unsigned online_cpus(void)
+/* The worker threads that the CPU this process may use keeps busy (cpus.h): at least 1, at most
+ * 256. */
+static unsigned usable_cpus(double cpus)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n > 0 ? (unsigned)(n < 256 ? n : 256) : 1;
+    double n = ceil(cpus);
+    return n >= 1 ? (unsigned)(n < 256 ? n : 256) : 1;
 }
 
 /* A budget of cores: finite or infinite, >= 0 (0 is no core at all). */
@@ -115,14 +116,16 @@ int sophon__loader_options_resolve(struct sophon_loader_options *out,
         version1_zeros(&o, &defaults);
     o.version = SOPHON_LOADER_OPTIONS_VERSION;
 
+    double cpus = sophon__cpus_available();
     if (o.threads == 0)
-        o.threads = online_cpus();
+        o.threads = usable_cpus(cpus);
     if (o.bandwidth_Bps == SOPHON_BUDGET_MEASURE)
         o.bandwidth_Bps = MEASURE_BANDWIDTH_BPS;
     if (o.storage_cores == SOPHON_BUDGET_MEASURE)
         o.storage_cores = MEASURE_STORAGE_CORES;
+    /* The client's budget as measured: its workers, on the CPU it may use. */
     if (o.client_cores == SOPHON_BUDGET_MEASURE)
-        o.client_cores = o.threads;
+        o.client_cores = fmin(o.threads, cpus);
 
     if (o.world == 0 || o.rank >= o.world ||
         (o.policy != NULL && sophon_policy_from_name(o.policy) < 0) ||

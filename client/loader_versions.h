@@ -13,7 +13,8 @@
  * of any version this library knows: only that version's fields are read (a version 1 or 2
  * caller's struct ends before `transform`), the others take their defaults, a version 1
  * caller's zeros their version 1 meaning (the default). Then the
- * sentinels become values: threads 0 the online CPUs (at most 256), SOPHON_BUDGET_MEASURE the
+ * sentinels become values: threads 0 the CPUs this process may use (cpus.h; at most 256),
+ * SOPHON_BUDGET_MEASURE the
  * budgets it stands for. out->version is SOPHON_LOADER_OPTIONS_VERSION. Returns 0, or -EINVAL
  * for a version of 0 or newer than this library's, or a field out of its range (sophon.h).
  */

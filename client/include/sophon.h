@@ -102,9 +102,10 @@ enum sophon_loader_stage {
 #define SOPHON_LOADER_OPTIONS_VERSION 3
 
 /*
- * A budget to be measured online rather than given (bandwidth_Bps, storage_cores,
- * client_cores). The loader does not measure budgets yet: until it does, this stands for
- * sophon plan's defaults, 1 Gbit/s, 4 OSD cores and `threads` client cores.
+ * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
+ * client cores are measured: `threads` on the CPU this process may use (its affinity mask,
+ * capped by its cgroup's CPU quota). The link and the OSD cores are not measured yet: for them
+ * this stands for sophon plan's defaults, 1 Gbit/s and 4 OSD cores.
  */
 #define SOPHON_BUDGET_MEASURE (-1.0)
 
@@ -119,7 +120,8 @@ struct sophon_loader_options {
     unsigned batch_size;  /* samples per batch, 1..65536; default 32 */
     unsigned rank, world; /* this process's shard of each epoch: rank < world; default 0 of 1 */
     unsigned window;      /* RADOS operations in flight, 1..4096; default 32 */
-    unsigned threads;     /* local worker threads, 1..256; 0 (the default): the online CPUs */
+    unsigned threads;     /* local worker threads, 1..256; 0 (the default): the CPUs this process
+                           * may use (its affinity mask, capped by its cgroup's CPU quota) */
     const char *keyring;  /* keyring file; NULL: from ceph.conf */
     /* The budget the plan is made for (sophon plan's --net, --storage-cores, --client-cores):
      * bytes per second (> 0), OSD cores and client cores (>= 0; 0 storage cores: nothing is

@@ -9,19 +9,21 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cpus.h"
 #include "loader_versions.h"
 
-static unsigned online(void)
+/* The threads a loader starts by default: one per CPU this process may use (cpus.h). */
+static unsigned usable(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n > 0 ? (unsigned)(n < 256 ? n : 256) : 1;
+    double n = ceil(sophon__cpus_available());
+    return n >= 1 ? (unsigned)(n < 256 ? n : 256) : 1;
 }
 
 /* NULL and the INIT macro: the documented defaults, the sentinels resolved. */
@@ -39,10 +41,10 @@ static void test_defaults(void **state)
         assert_int_equal(o.rank, 0);
         assert_int_equal(o.world, 1);
         assert_int_equal(o.window, 32);
-        assert_int_equal(o.threads, online());
+        assert_int_equal(o.threads, usable());
         assert_true(o.bandwidth_Bps == 1e9 / 8);
         assert_true(o.storage_cores == 4);
-        assert_true(o.client_cores == o.threads);
+        assert_true(o.client_cores == fmin(o.threads, sophon__cpus_available()));
         assert_int_equal(o.retries, 4);
         assert_int_equal(o.backoff_ms, 100);
         assert_int_equal(o.op_timeout_s, 30);
@@ -76,14 +78,63 @@ static void test_real_zero(void **state)
     assert_true(o.storage_cores == 0);
     assert_true(o.client_cores == 0);
     assert_int_equal(o.threads, 3);
-    /* Given budgets are kept as given; the measure sentinel follows the threads. */
+    /* Given budgets are kept as given; the measured client cores are the threads on the CPU the
+     * process may use. */
     in.bandwidth_Bps = 12.5e6;
     in.storage_cores = INFINITY;
     in.client_cores = SOPHON_BUDGET_MEASURE;
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
     assert_true(o.bandwidth_Bps == 12.5e6);
     assert_true(isinf(o.storage_cores));
-    assert_true(o.client_cores == 3);
+    assert_true(o.client_cores == fmin(3, sophon__cpus_available()));
+}
+
+/* Writes text into root/rel/file, making the directories. */
+static void put(const char *root, const char *rel, const char *file, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "mkdir -p '%s%s'", root, rel);
+    assert_int_equal(system(path), 0);
+    snprintf(path, sizeof(path), "%s%s/%s", root, rel, file);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The cgroup quota as v1's cpu controller and v2's cpu.max give it, the tightest of a cgroup
+ * and its parents, none where nothing limits. */
+static void test_cgroup_quota(void **state)
+{
+    char root[] = "/tmp/sophon-cgroup-XXXXXX", cg[600];
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    snprintf(cg, sizeof(cg), "%s/proc-cgroup", root);
+
+    /* v1: the job's cgroup allows half a core, its parent two. */
+    put(root, "", "proc-cgroup", "4:memory:/x\n2:cpu,cpuacct:/jobs/a\n0::/\n");
+    put(root, "/cpu/jobs", "cpu.cfs_quota_us", "200000\n");
+    put(root, "/cpu/jobs", "cpu.cfs_period_us", "100000\n");
+    put(root, "/cpu/jobs/a", "cpu.cfs_quota_us", "50000\n");
+    put(root, "/cpu/jobs/a", "cpu.cfs_period_us", "100000\n");
+    assert_true(sophon__cgroup_cpu_quota(cg, root) == 0.5);
+    put(root, "/cpu/jobs/a", "cpu.cfs_quota_us", "-1\n");
+    assert_true(sophon__cgroup_cpu_quota(cg, root) == 2.0);
+
+    /* v2: 1.5 cores, under a parent without a limit. */
+    put(root, "", "proc-cgroup", "0::/svc/b\n");
+    put(root, "/svc", "cpu.max", "max 100000\n");
+    put(root, "/svc/b", "cpu.max", "150000 100000\n");
+    assert_true(sophon__cgroup_cpu_quota(cg, root) == 1.5);
+    put(root, "/svc/b", "cpu.max", "max 100000\n");
+    assert_true(isinf(sophon__cgroup_cpu_quota(cg, root)));
+
+    /* Nothing to read: no limit. */
+    snprintf(cg, sizeof(cg), "%s/none", root);
+    assert_true(isinf(sophon__cgroup_cpu_quota(cg, root)));
+    assert_true(sophon__cpus_available() > 0);
+    snprintf(cg, sizeof(cg), "rm -rf '%s'", root);
+    assert_int_equal(system(cg), 0);
 }
 
 /* A 0 where 0 means nothing is refused, not silently replaced; so is any value out of range. */
@@ -150,13 +201,13 @@ static void test_versions(void **state)
     assert_int_equal(o.batch_size, 32);
     assert_int_equal(o.world, 1);
     assert_int_equal(o.window, 32);
-    assert_int_equal(o.threads, online());
+    assert_int_equal(o.threads, usable());
     assert_int_equal(o.retries, 4);
     assert_int_equal(o.backoff_ms, 100);
     assert_int_equal(o.op_timeout_s, 30);
     assert_true(o.bandwidth_Bps == 1e9 / 8);
     assert_true(o.storage_cores == 4);
-    assert_true(o.client_cores == o.threads);
+    assert_true(o.client_cores == fmin(o.threads, sophon__cpus_available()));
     /* What it did set is kept. */
     in.retries = 2;
     in.storage_cores = 1.5;
@@ -239,7 +290,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_real_zero),
         cmocka_unit_test(test_refused),        cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_stats_versions),
+        cmocka_unit_test(test_stats_versions), cmocka_unit_test(test_cgroup_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

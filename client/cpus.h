@@ -1,0 +1,21 @@
+/*
+ * cpus.h - how much CPU this process may use, for the loader's client budget: its affinity
+ * mask (taskset, a container's cpuset) capped by its cgroup's CPU quota. Internal.
+ */
+#ifndef SOPHON_CPUS_H
+#define SOPHON_CPUS_H
+
+/*
+ * sophon__cgroup_cpu_quota - the CPU quota, in cores, of the cgroup a process's cgroup file
+ * (proc_cgroup, as /proc/self/cgroup) names, under the cgroup file systems mounted at
+ * cgroup_root (as /sys/fs/cgroup): v2's cpu.max or v1's cpu controller's cfs quota over its
+ * period, the tightest of the cgroup and its parents. INFINITY when there is none or nothing
+ * can be read.
+ */
+double sophon__cgroup_cpu_quota(const char *proc_cgroup, const char *cgroup_root);
+
+/* sophon__cpus_available - the CPUs of this process's affinity mask, capped by its cgroup's
+ * quota (may be fractional, e.g. 0.5); at least something above 0. */
+double sophon__cpus_available(void);
+
+#endif
