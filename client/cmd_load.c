@@ -165,12 +165,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
-           "osd_cpu=%.3f declined=%llu\n",
+           "osd_cpu=%.3f declined=%llu model_s=%.3f\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
            (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
-           (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined);
+           (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s);
 }
 
 enum {

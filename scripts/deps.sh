@@ -12,6 +12,8 @@ packages=(
     # the reference for exactness (Pillow 9.4 is what torchvision runs on), torchvision itself,
     # and what the Python package builds against and is tested with
     python3 python3-pil python3-numpy python3-torch python3-torchvision python3-dev
+    # the main job's plot of traffic and time per policy
+    python3-matplotlib
     # sample data and test corpora come from Debian packages
     dpkg ca-certificates
     # synthetic test JPEGs (cjpeg), memory checking, the format check (scripts/check-format.sh)

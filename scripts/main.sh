@@ -63,17 +63,38 @@ for policy in none all resize sophon selective oracle; do
 done
 
 step "traffic and time per policy (one epoch of ${dataset}, $(wc -l <"$table") policies)"
-/usr/bin/python3 - "$table" <<'PY'
+/usr/bin/python3 - "$table" "$build/epoch-report.png" <<'PY'
 import sys
 rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(sys.argv[1])]
 none = next(float(r["bytes"]) for r in rows if r["policy"] == "none")
-print("| policy | MB received | vs none | planner MB | offloaded | epoch s | client CPU s | OSD CPU s | failed |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| policy | MB received | vs none | planner MB | offloaded | epoch s | modelled s | client CPU s | OSD CPU s | failed |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
-    print("| %s | %.2f | %.2fx | %.2f | %s/%s | %.2f | %.2f | %.2f | %s |" % (
+    print("| %s | %.2f | %.2fx | %.2f | %s/%s | %.2f | %.2f | %.2f | %.2f | %s |" % (
         r["policy"], float(r["bytes"]) / 1e6, float(r["bytes"]) / none,
         float(r["predicted"]) / 1e6, r["offloaded"], r["samples"], float(r["seconds"]),
-        float(r["client_cpu"]), float(r["osd_cpu"]), r["failed"]))
+        float(r["model_s"]), float(r["client_cpu"]), float(r["osd_cpu"]), r["failed"]))
+
+# The same, as a picture: traffic and epoch time per policy, measured next to the planner's.
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+names = [r["policy"] for r in rows]
+x = range(len(rows))
+fig, (mb, sec) = plt.subplots(1, 2, figsize=(11, 4))
+for ax, key, model, label in ((mb, "bytes", "predicted", "MB"), (sec, "seconds", "model_s", "s")):
+    scale = 1e6 if key == "bytes" else 1.0
+    ax.bar([i - 0.2 for i in x], [float(r[key]) / scale for r in rows], 0.4, label="measured")
+    ax.bar([i + 0.2 for i in x], [float(r[model]) / scale for r in rows], 0.4, label="planner")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(names)
+    ax.set_ylabel(label)
+    ax.legend()
+mb.set_title("received per epoch")
+sec.set_title("epoch time")
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=100)
+print("\n(the plot: %s)" % sys.argv[2])
 PY
 
 step "done: the cluster keeps running (vstart/vstart.sh status | stop)"
