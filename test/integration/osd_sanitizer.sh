@@ -22,7 +22,7 @@ trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true' EXIT
 
 class=$build/cls/libcls_sophon.so
 [ -f "$runtime" ] || { echo "FAIL: no sanitizer runtime at $runtime"; exit 1; }
-nm -D --undefined-only "$class" 2>/dev/null | grep -q ' __asan_init$' ||
+nm -D --undefined-only "$class" 2>/dev/null | grep ' __asan_init$' >/dev/null ||
     { echo "FAIL: $class is not built with ASan (cmake -DSOPHON_SANITIZE=ON)"; exit 1; }
 rm -rf "$reports"
 mkdir -p "$reports"
