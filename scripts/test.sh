@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite, as CI runs it: installs what is missing, builds with -Werror,
 # runs the unit, fuzz-corpus and integration tests (the harness starts and stops the dev
-# cluster), then builds again with ASan+UBSan (clang) and runs the unit tests and replays the
-# fuzz corpora there.
+# cluster), then builds again with ASan+UBSan (clang), runs the unit tests and replays the
+# fuzz corpora there, and runs the class's integration workloads against an OSD that loads the
+# sanitized class (sanitize.osd_asan).
 #
 # BUILD_DIR (default build) and ASAN_BUILD_DIR (default build-asan) may be set. Both are
 # configured afresh, with every option given, so that what a developer cached there (another
@@ -37,10 +38,11 @@ cmake --build "$build" -j "$jobs"
 step "unit and integration tests"
 (cd "$build" && ctest --output-on-failure)
 
-step "ASan+UBSan build ($asan, clang): unit tests and fuzz corpora"
+step "ASan+UBSan build ($asan, clang): unit tests, fuzz corpora, the class in an ASan OSD"
 configure "$asan" clang ON
 cmake --build "$asan" -j "$jobs"
+# sanitize.osd_asan sets its own sanitizer options, for the OSD and for its clients.
 (cd "$asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -L 'unit|fuzz')
+    ctest --output-on-failure -L 'unit|fuzz|sanitize')
 
 step "all tests passed"

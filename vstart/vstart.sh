@@ -27,6 +27,9 @@ env     prints the export line that points ceph, rados and sophon at this cluste
 
 DIR defaults to BUILD/vstart, BUILD to \$SOPHON_BUILD_DIR or $top/build.
 The class is taken from BUILD/cls/libcls_sophon.so (build it first: cmake --build BUILD).
+\$SOPHON_OSD_WRAPPER, when set, is a command prefix for ceph-osd only, split at blanks: for
+example 'env LD_PRELOAD=/path/libclang_rt.asan-x86_64.so ASAN_OPTIONS=...' for a class built
+with ASan (test/integration/osd_sanitizer.sh), or 'valgrind --tool=memcheck'.
 EOF
 }
 
@@ -194,9 +197,13 @@ wait_for() { # seconds description command...
 }
 
 start_daemon() { # name
-    local name=$1 type=${1%%.*} id=${1#*.}
+    local name=$1 type=${1%%.*} id=${1#*.} wrapper=()
     pid_alive "$dir/run/$name.pid" && return 0
-    "ceph-$type" -c "$conf" -i "$id" 2>>"$dir/log/$name.stderr" || die "ceph-$type -i $id failed to start: see $dir/log/$name.log"
+    # The OSDs alone run the class, so they alone get the wrapper (a sanitizer's environment,
+    # valgrind): the mon and mgr stay as fast as ever.
+    [ "$type" = osd ] && read -ra wrapper <<<"${SOPHON_OSD_WRAPPER:-}"
+    "${wrapper[@]}" "ceph-$type" -c "$conf" -i "$id" 2>>"$dir/log/$name.stderr" ||
+        die "ceph-$type -i $id failed to start: see $dir/log/$name.log"
 }
 
 mon_port() { sed -n 's/^mon host = \[v2:127.0.0.1:\([0-9]*\)\]$/\1/p' "$conf"; }

@@ -16,7 +16,9 @@
  *                                           validation transform; OUT.tsv lists every case with
  *                                           its CRC for the Pillow check
  *
- * Needs CEPH_CONF, SOPHON_POOL, and SOPHON_CLUSTER_DIR (for the OSDs' pid files).
+ * Needs CEPH_CONF, SOPHON_POOL, and SOPHON_CLUSTER_DIR (for the OSDs' pid files); SOPHON_OSD_ASAN
+ * set says the OSDs run under ASan (osd_sanitizer.sh), whose allocator makes their memory
+ * growth meaningless.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -242,9 +244,16 @@ static void hostile_objects(void **state)
         printf("  after 1,000 bad prep + probe calls: %+ld kB\n", grown);
         least = grown < least ? grown : least;
     }
-    /* A leaked decoder or object buffer per call (kilobytes each) would add megabytes to every
-     * round. */
-    assert_true(least < 512);
+    /*
+     * A leaked decoder or object buffer per call (kilobytes each) would add megabytes to every
+     * round. Not where the OSD's allocator is ASan's (osd_sanitizer.sh): its quarantine holds
+     * freed memory back until 256 MiB of it wait, so the OSD's memory grows by rounds there
+     * whatever the class frees.
+     */
+    if (getenv("SOPHON_OSD_ASAN") == NULL)
+        assert_true(least < 512);
+    else
+        printf("  (the OSD runs under ASan: its memory growth is not checked)\n");
     assert_int_equal(same_both_ways(&c, "hostile/largest.jpg", big, len, &whole, NULL), 0);
     rados_remove(c.io, "hostile/cmyk.jpg");
     free(big);
