@@ -561,13 +561,26 @@ make_keys() {
 
 # The flags of the testbed, checked, and remembered in DIR/testbed for the next start.
 testbed_configure() {
+    local bits=
+    # Every value checked before anything is written.
     if [ -n "$net" ]; then
-        local bits
         bits=$(parse_rate "$net") ||
             die "--net wants a rate as tc writes it (a number with bit, kbit, mbit, gbit or bps, kbps, mbps, gbps; 8kbit to 100Gbit), e.g. 100Mbit, 1Gbit, 500kbit; not '$net'"
         if [ -f "$dir/created" ] && ! shaped; then
             die "the cluster in $dir was made without --net: its mon's address is in its monmap, so it cannot be moved behind a link; stop it and remove $dir (rm -rf $dir) to make a shaped one"
         fi
+    fi
+    if [ -n "$delay" ]; then
+        [[ "$delay" =~ ^[0-9]+(\.[0-9]+)?$ ]] && /usr/bin/python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 10000)' "$delay" ||
+            die "--delay wants milliseconds from 0 to 10000, e.g. 20 or 0.5; not '$delay'"
+        [ -n "$net" ] || shaped || die "--delay is the delay of the --net link: give --net RATE too"
+    fi
+    if [ -n "$osd_cores" ]; then
+        [[ "$osd_cores" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] &&
+            /usr/bin/python3 -c 'import sys; c = float(sys.argv[1]); sys.exit(not 0.01 <= c <= 1024)' "$osd_cores" ||
+            die "--osd-cores wants a number of cores from 0.01 to 1024, e.g. 0.25 or 2; not '$osd_cores'"
+    fi
+    if [ -n "$net" ]; then
         if ! shaped; then
             need_root "--net"
             need_net_tools
@@ -579,18 +592,8 @@ testbed_configure() {
         tb_set rate "$net"
         tb_set rate_bits "$bits"
     fi
-    if [ -n "$delay" ]; then
-        [[ "$delay" =~ ^[0-9]+(\.[0-9]+)?$ ]] && /usr/bin/python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 10000)' "$delay" ||
-            die "--delay wants milliseconds from 0 to 10000, e.g. 20 or 0.5; not '$delay'"
-        shaped || die "--delay is the delay of the --net link: give --net RATE too"
-        tb_set delay_ms "$delay"
-    fi
-    if [ -n "$osd_cores" ]; then
-        [[ "$osd_cores" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] &&
-            /usr/bin/python3 -c 'import sys; c = float(sys.argv[1]); sys.exit(not 0.01 <= c <= 1024)' "$osd_cores" ||
-            die "--osd-cores wants a number of cores from 0.01 to 1024, e.g. 0.25 or 2; not '$osd_cores'"
-        tb_set osd_cores "$osd_cores"
-    fi
+    [ -z "$delay" ] || tb_set delay_ms "$delay"
+    [ -z "$osd_cores" ] || tb_set osd_cores "$osd_cores"
 }
 
 do_start() {
@@ -607,12 +610,17 @@ do_start() {
         fi
     fi
     testbed_configure
-    install_classes
+    if [ ! -f "$dir/created" ] && [ -f "$testbed" ]; then
+        # A first start that fails (no netem for --delay, say) leaves no testbed behind, and DIR
+        # as empty as it was, if it failed before the cluster's files were made.
+        trap '[ -f "$dir/created" ] || { testbed_down; rm -f "$testbed"; }' EXIT
+    fi
     if shaped; then
         srv_run=(ip netns exec "$ns_srv")
         link_up
     fi
     [ -z "$(tb_get osd_cores)" ] || cg_make "$(tb_get osd_cores)"
+    install_classes
     if [ -f "$dir/created" ]; then
         local port
         port=$(mon_port)
