@@ -246,6 +246,23 @@ mode_stop() {
     have=$(leftovers)
     [ -z "$have" ] && ok "stop removes the stale testbed of a removed directory" || bad "left: $have"
 
+    # --delay: netem under the tbf on both ends where the kernel has sch_netem; where it does not,
+    # start says so and leaves nothing behind.
+    "$vstart" start --dir "$dir" --build "$build" --net 100Mbit --delay 5 >"$work/delay.log" 2>&1
+    if [ $? = 0 ]; then
+        ip netns exec "$ns_srv" tc qdisc show dev "$veth_srv" | grep -q 'netem.*delay 5' &&
+            ip netns exec "$ns_cli" tc qdisc show dev "$veth_cli" | grep -q 'tbf.*rate 100Mbit' &&
+            ok "--delay 5: netem and tbf on the link" || bad "--delay 5: $(ip netns exec "$ns_srv" tc qdisc show)"
+        on_client rados -p "$pool" lspools >/dev/null && ok "a client works across the delayed link" ||
+            bad "rados across the delayed link failed"
+        "$vstart" stop --dir "$dir" >/dev/null 2>&1
+    else
+        grep -q 'sch_netem' "$work/delay.log" && ok "--delay without sch_netem: $(grep -m 1 sch_netem "$work/delay.log")" ||
+            bad "--delay failed without saying why: $(cat "$work/delay.log")"
+    fi
+    have=$(leftovers)
+    [ -z "$have" ] && ok "nothing left after --delay" || bad "left after --delay: $have"
+
     ip netns list | grep -q "^$decoy-srv" && [ -d "$cgmnt/$decoy" ] &&
         ok "stop left others' namespace and cgroup alone" || bad "stop removed the decoys"
 }
