@@ -304,7 +304,7 @@ cg_usage_ns() {
 # Removes the namespaces, their veth and qdiscs, and the cgroup of this DIR, found by name, with
 # any process still in them (only this script puts processes there).
 testbed_down() {
-    local ns pids pid d i n=0
+    local ns pids pid d i gone=()
     if command -v ip >/dev/null 2>&1; then
         for ns in "$ns_srv" "$ns_cli"; do
             ns_exists "$ns" || continue
@@ -319,7 +319,7 @@ testbed_down() {
                 for pid in $(ip netns pids "$ns" 2>/dev/null || true); do kill -KILL "$pid" 2>/dev/null || true; done
             fi
             ip netns del "$ns" || die "cannot remove the network namespace $ns: remove it with ip netns del $ns"
-            n=$((n + 1))
+            gone+=("netns $ns")
         done
     fi
     if cg_find; then
@@ -336,10 +336,10 @@ testbed_down() {
                 sleep 0.25
             done
             [ ! -d "$d" ] || die "cannot remove the cgroup $d: see cat $d/cgroup.procs, then rmdir $d"
-            n=$((n + 1))
+            gone+=("cgroup $d")
         done
     fi
-    [ "$n" = 0 ] || log "removed the testbed of $dir: $n namespace(s) and cgroup(s)"
+    [ ${#gone[@]} = 0 ] || log "removed $(printf '%s, ' "${gone[@]}" | sed 's/, $//') (with their veth and qdiscs)"
 }
 
 # The cluster's own tools, always with its own conf and admin key.
@@ -711,8 +711,8 @@ testbed_status() {
             [ "$ns" = "$ns_cli" ] && dev=$veth_cli
             if ns_exists "$ns" && ip -n "$ns" link show "$dev" >/dev/null 2>&1; then
                 ip netns exec "$ns" tc -s qdisc show dev "$dev" | awk -v n="$ns/$dev" '
-                    /^qdisc/ {q = $2 " " $5 " " $6 " " $7 " " $8}
-                    /Sent/ {printf "  %s: %s: sent %s bytes, %s packets\n", n, q, $2, $4}'
+                    /^qdisc/ {q = $0; sub(/^qdisc /, "", q)}
+                    /Sent/ {d = $7; sub(/,/, "", d); printf "  %s: %s\n    sent %s bytes, %s packets, %s dropped\n", n, q, $2, $4, d}'
             else
                 echo "  $ns/$dev: missing (the link is down: vstart/vstart.sh start --dir $dir)"
                 rc=1
