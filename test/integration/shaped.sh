@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# shaped.sh MODE BUILD DIR [CORPUS] - the shaped testbed of vstart.sh (--net, --osd-cores, exec),
+# each mode on a cluster of its own in DIR, started here and stopped in a trap:
+#   rate       the link carries what --net asked, in both directions, and no more
+#   cap        the OSDs together use at most --osd-cores of CPU, and do use it under load
+#   stop       stop removes the namespaces, veth, qdiscs and cgroup, also after the daemons were
+#              killed with SIGKILL, and nothing it did not make
+#   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
+# These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
+# one, vstart.sh says which and the test fails (it never skips).
+set -uo pipefail
+mode=$1 build=$2 dir=$3 corpus=${4:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+vstart=$here/../../vstart/vstart.sh
+cluster=$here/cluster.sh
+sophon=$build/client/sophon
+pool=sophon
+. "$here/expect.sh"
+work=$(mktemp -d)
+load_pid=
+cleanup() {
+    [ -z "$load_pid" ] || kill -TERM -- "-$load_pid" 2>/dev/null
+    "$cluster" cleanup "$dir" "$build" >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+die() {
+    echo "FAIL: $*"
+    exit 1
+}
+[ "$(id -u)" = 0 ] || die "the shaped testbed needs root (network namespaces, tc, cgroups)"
+
+start() { # vstart start arguments
+    "$cluster" setup "$dir" "$build" "$@" >"$work/start.log" 2>&1 ||
+        { cat "$work/start.log"; die "vstart.sh start $* failed (above)"; }
+}
+on_client() { "$vstart" exec --dir "$dir" -- "$@"; }
+# The names vstart.sh gives what it makes for DIR (its usage text documents them).
+names() {
+    hash=$(printf '%s' "$(cd "$dir" && pwd)" | sha256sum | cut -c1-8)
+    ns_srv=sophon-$hash-srv ns_cli=sophon-$hash-cli veth_srv=sph$hash-s veth_cli=sph$hash-c
+}
+osd_pids() { cat "$dir"/run/osd.*.pid; }
+# CPU time (utime + stime, every thread, living or exited) of the OSD processes, in seconds.
+osd_cpu() {
+    local tck pid
+    tck=$(getconf CLK_TCK)
+    for pid in $(osd_pids); do cut -d')' -f2- "/proc/$pid/stat"; done |
+        awk -v t="$tck" '{s += $12 + $13} END {printf "%.3f\n", s / t}'
+}
+# The cgroup's own count, in seconds (cpuacct.usage on v1, cpu.stat usage_usec on v2).
+cg_cpu() {
+    local d
+    d=$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" \( -path '*/cpuacct/*' -o -path '*/cpu,cpuacct/*' \) | head -n 1)
+    if [ -n "$d" ]; then awk '{printf "%.3f\n", $1 / 1e9}' "$d/cpuacct.usage"; else
+        d=$(find /sys/fs/cgroup -maxdepth 1 -name "sophon-$hash" | head -n 1)
+        awk '$1 == "usage_usec" {printf "%.3f\n", $2 / 1e6}' "$d/cpu.stat"
+    fi
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", a / b}'; }
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN {exit !(x >= lo && x <= hi)}'; }
+
+# Payload throughput of whole-object reads (get) or writes (put) timed inside one librados client
+# on the client side, so that connecting and the maps are not counted: bits/s of each pass.
+rados_rate() { # client|server get|put object file passes
+    local run=(on_client)
+    [ "$1" = server ] && run=(ip netns exec "$ns_srv" env CEPH_CONF="$dir/ceph.conf")
+    shift
+    "${run[@]}" /usr/bin/python3 - "$pool" "$@" <<'EOF'
+import os, sys, time
+import rados
+pool, what, obj, path, passes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+data = open(path, "rb").read()
+c = rados.Rados(conffile=os.environ["CEPH_CONF"], rados_id="sophon")
+c.connect(timeout=30)
+io = c.open_ioctx(pool)
+io.write_full(obj + ".warm", b"x")  # the OSD session, before the clock starts
+for _ in range(passes):
+    t = time.monotonic()
+    if what == "put":
+        io.write_full(obj, data)
+    else:
+        got = io.read(obj, len(data) + 1)
+        assert got == data, "the object read back differs"
+    print("%.0f" % (len(data) * 8 / (time.monotonic() - t)))
+c.shutdown()
+EOF
+}
+
+mode_rate() {
+    local rate=50Mbit bits=50000000 r lo=0.80 hi=1.01
+    start --osds 1 --net "$rate" --osd-cores 1
+    names
+    head -c $((12 * 1024 * 1024)) /dev/urandom >"$work/obj"
+    # Bounds: TCP/IP and Ethernet headers take ~4.5% of a 1514-byte frame that tbf counts, so
+    # the payload gets ~95% of the link; 80% leaves room for a loaded machine. Over 101% means
+    # the link is not shaped as asked (an unshaped veth carries Gbit/s; a bytes-for-bits slip
+    # is 8x), and tbf's burst (62.5 KB here) can add at most 0.5% to 12 MiB.
+    for r in $(rados_rate client put big "$work/obj" 2); do
+        within "$(ratio "$r" $bits)" $lo $hi && ok "client->storage: put at $r bit/s = $(ratio "$r" $bits) of $rate" ||
+            bad "client->storage: put at $r bit/s = $(ratio "$r" $bits) of $rate, not within $lo..$hi"
+    done
+    for r in $(rados_rate client get big "$work/obj" 3); do
+        within "$(ratio "$r" $bits)" $lo $hi && ok "storage->client: read at $r bit/s = $(ratio "$r" $bits) of $rate" ||
+            bad "storage->client: read at $r bit/s = $(ratio "$r" $bits) of $rate, not within $lo..$hi"
+    done
+    # The rados command as scripts use it: connecting is counted too, so only the upper bound.
+    local i t0 t1 sent0 sent1
+    sent0=$(ip netns exec "$ns_srv" tc -s qdisc show dev "$veth_srv" | awk '/Sent/ {print $2; exit}')
+    for i in 1 2; do
+        t0=$(date +%s.%N)
+        on_client rados -p "$pool" get big "$work/back" || bad "rados get through exec failed"
+        t1=$(date +%s.%N)
+        r=$(awk -v b=$((12 * 1024 * 1024 * 8)) -v a="$t0" -v z="$t1" 'BEGIN {printf "%.0f", b / (z - a)}')
+        within "$(ratio "$r" $bits)" 0.5 $hi && ok "rados get: $r bit/s with connecting = $(ratio "$r" $bits) of $rate" ||
+            bad "rados get: $r bit/s = $(ratio "$r" $bits) of $rate, not within 0.5..$hi"
+    done
+    cmp -s "$work/obj" "$work/back" && ok "rados get returns the object" || bad "rados get returned other bytes"
+    sent1=$(ip netns exec "$ns_srv" tc -s qdisc show dev "$veth_srv" | awk '/Sent/ {print $2; exit}')
+    [ $((sent1 - sent0)) -ge $((2 * 12 * 1024 * 1024)) ] &&
+        ok "the server end's qdisc counted $((sent1 - sent0)) bytes for two 12 MiB reads" ||
+        bad "the server end's qdisc counted $((sent1 - sent0)) bytes for two 12 MiB reads: the data went around it"
+    # Unshaped inside the server namespace: the same read, from where the daemons are.
+    r=$(rados_rate server get big "$work/obj" 1)
+    awk -v r="$r" -v b=$bits 'BEGIN {exit !(r > 2 * b)}' &&
+        ok "inside the server namespace the read is not shaped: $r bit/s" ||
+        bad "inside the server namespace the read is shaped too: $r bit/s"
+}
+
+mode_cap() {
+    local cores=0.25 secs=10
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 2 --net 1Gbit --osd-cores $cores
+    names
+    # Photos of 250 KB to 1.3 MB: a few tens of ms of OSD CPU each.
+    mkdir -p "$work/photos"
+    grep -F /mate-backgrounds/usr/share/backgrounds/ "$corpus/list.txt" | while read -r f; do
+        s=$(stat -c %s "$f")
+        [ "$s" -ge 250000 ] && [ "$s" -le 1300000 ] && cp "$f" "$work/photos/"
+    done
+    [ "$(ls "$work/photos" | wc -l)" -ge 4 ] || die "fewer than 4 photos of 250 KB-1.3 MB in the corpus"
+    (cd "$work" && on_client "$sophon" put --id sophon -p "$pool" photos >/dev/null) ||
+        die "sophon put through exec failed"
+    # Load from the client side: 16 preps in flight, over and over, for longer than we measure.
+    setsid "$vstart" exec --dir "$dir" -- bash -c \
+        'for i in $(seq 1 200); do "$0" bench --id sophon -p sophon --jobs 16 --repeat 4 >/dev/null || exit 1; done' \
+        "$sophon" >"$work/load.log" 2>&1 &
+    load_pid=$!
+    sleep 3
+    local t0 t1 c0 c1 g0 g1 wall used cg
+    t0=$(date +%s.%N) c0=$(osd_cpu) g0=$(cg_cpu)
+    sleep $secs
+    t1=$(date +%s.%N) c1=$(osd_cpu) g1=$(cg_cpu)
+    kill -0 "$load_pid" 2>/dev/null || { cat "$work/load.log"; die "the load ended early (above)"; }
+    kill -TERM -- "-$load_pid" 2>/dev/null
+    wait "$load_pid" 2>/dev/null
+    load_pid=
+    wall=$(awk -v a="$t0" -v z="$t1" 'BEGIN {print z - a}')
+    used=$(awk -v a="$c0" -v z="$c1" -v w="$wall" 'BEGIN {printf "%.3f", (z - a) / w}')
+    cg=$(awk -v a="$g0" -v z="$g1" -v w="$wall" 'BEGIN {printf "%.3f", (z - a) / w}')
+    echo "OSDs used $used cores (/proc) and $cg cores (cgroup) over ${wall}s, cap $cores"
+    within "$used" "$(ratio $cores 2)" "$(awk -v c=$cores 'BEGIN {print c * 1.1}')" &&
+        ok "the OSDs used $used cores, within 0.5..1.1 x the cap of $cores" ||
+        bad "the OSDs used $used cores under load, not within 0.5..1.1 x the cap of $cores"
+    within "$cg" "$(ratio $cores 2)" "$(awk -v c=$cores 'BEGIN {print c * 1.1}')" &&
+        ok "the cgroup counted $cg cores" || bad "the cgroup counted $cg cores, not within 0.5..1.1 x $cores"
+    # The quota did bind: the kernel throttled the group (else the load could not use the cap).
+    local throttled
+    throttled=$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" -exec cat {}/cpu.stat \; 2>/dev/null |
+        awk '$1 == "nr_throttled" {print $2; exit}')
+    [ "${throttled:-0}" -gt 0 ] && ok "the kernel throttled the OSDs' cgroup $throttled times" ||
+        bad "the OSDs' cgroup was never throttled: the load did not reach the cap"
+    "$vstart" status --dir "$dir" >"$work/status" 2>&1
+    grep -q "^cap .* 0.25 cores: .*quota 25000/100000 us\|^cap .* 0.25 cores: .*25000 100000" "$work/status" &&
+        ok "status shows the cap" || { bad "status does not show the cap:"; cat "$work/status"; }
+}
+
+# What of this DIR's testbed the kernel still has, one name a line (nothing when it is gone).
+leftovers() {
+    ip netns list | awk '{print $1}' | grep -E "^($ns_srv|$ns_cli)$"
+    ip -o link show | grep -oE "sph$hash-[sc]"
+    find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash"
+    pgrep -f -- "-c $dir/ceph.conf"
+    return 0
+}
+
+mode_stop() {
+    start --osds 1 --net 100Mbit --osd-cores 0.5
+    names
+    # What others made under names like ours: stop must leave it alone.
+    decoy=sophon-decoy$$ # globals: the trap needs them
+    cgmnt=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ {print $2; exit} $3 == "cgroup2" {m = $2} END {if (m) print m}' /proc/self/mounts | head -n 1)
+    ip netns add "$decoy-srv" && mkdir "$cgmnt/$decoy" || die "cannot make the decoys $decoy"
+    trap 'ip netns del "$decoy-srv" 2>/dev/null; rmdir "$cgmnt/$decoy" 2>/dev/null; cleanup' EXIT
+
+    local have
+    have=$(leftovers | tr '\n' ' ')
+    for n in "$ns_srv" "$ns_cli" "sophon-$hash"; do
+        grep -q -- "$n" <<<"$have" || bad "started, but $n is missing: $have"
+    done
+    ip -n "$ns_srv" link show "$veth_srv" >/dev/null && ip -n "$ns_cli" link show "$veth_cli" >/dev/null &&
+        ok "the veth ends are in their namespaces" || bad "a veth end is missing"
+    ip -o link show | grep -q "sph$hash" && bad "a veth end is in the host's namespace" ||
+        ok "no veth end in the host's namespace"
+    ip netns exec "$ns_srv" tc qdisc show dev "$veth_srv" | grep -q 'tbf.*rate 100Mbit' &&
+        ip netns exec "$ns_cli" tc qdisc show dev "$veth_cli" | grep -q 'tbf.*rate 100Mbit' &&
+        ok "both ends are shaped at 100Mbit" || bad "the ends are not shaped at 100Mbit"
+    # The OSD, but not the mon, in the cgroup.
+    local procs
+    procs=$(cat "$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" | head -n 1)/cgroup.procs")
+    grep -qx "$(cat "$dir/run/osd.0.pid")" <<<"$procs" && ! grep -qx "$(cat "$dir/run/mon.a.pid")" <<<"$procs" &&
+        ok "the OSD, and only it, is in the cgroup" || bad "cgroup.procs: $procs"
+    on_client rados -p "$pool" lspools >/dev/null && ok "a client reaches the cluster through exec" ||
+        bad "rados through exec failed"
+    "$vstart" env --dir "$dir" >"$work/env" 2>&1 && bad "env on a shaped cluster succeeds: $(cat "$work/env")" ||
+        { grep -q 'exec' "$work/env" && ok "env on a shaped cluster says to use exec"; } || bad "env: $(cat "$work/env")"
+
+    # A clean stop, with a client still running in the client namespace.
+    setsid "$vstart" exec --dir "$dir" -- sleep 300 &
+    sleep 1
+    "$vstart" stop --dir "$dir" >"$work/stop.log" 2>&1 || { cat "$work/stop.log"; bad "stop failed"; }
+    have=$(leftovers)
+    [ -z "$have" ] && ok "stop leaves no namespace, veth, qdisc, cgroup or daemon" || bad "left after stop: $have"
+
+    # Started again: the link and the cap as before, remembered; then every daemon killed.
+    "$vstart" start --dir "$dir" --build "$build" >"$work/start2.log" 2>&1 ||
+        { cat "$work/start2.log"; die "start again failed"; }
+    ip netns exec "$ns_cli" tc qdisc show dev "$veth_cli" | grep -q 'rate 100Mbit' &&
+        [ -n "$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash")" ] &&
+        ok "a restart remembers the link and the cap" || bad "a restart lost the link or the cap"
+    kill -KILL $(cat "$dir"/run/*.pid)
+    sleep 1
+    have=$(leftovers | tr '\n' ' ')
+    grep -q "$ns_srv" <<<"$have" && grep -q "sophon-$hash" <<<"$have" ||
+        bad "after SIGKILL the namespaces and cgroup are already gone ($have): nothing stale to test"
+    "$vstart" stop --dir "$dir" >"$work/stop2.log" 2>&1 || { cat "$work/stop2.log"; bad "stop after SIGKILL failed"; }
+    have=$(leftovers)
+    [ -z "$have" ] && ok "stop after SIGKILL removes the stale namespaces, veth and cgroup" ||
+        bad "left after stop of a killed cluster: $have"
+    # Stale state with the directory gone too (a crash, then rm -rf): stop still finds it by name.
+    "$vstart" start --dir "$dir" --build "$build" >"$work/start3.log" 2>&1 || die "start a third time failed"
+    kill -KILL $(cat "$dir"/run/*.pid)
+    rm -rf "$dir"
+    "$vstart" stop --dir "$dir" >"$work/stop3.log" 2>&1 || bad "stop of a removed directory failed"
+    have=$(leftovers)
+    [ -z "$have" ] && ok "stop removes the stale testbed of a removed directory" || bad "left: $have"
+
+    # --delay: netem under the tbf on both ends where the kernel has sch_netem; where it does not,
+    # start says so and leaves nothing behind.
+    "$vstart" start --dir "$dir" --build "$build" --net 100Mbit --delay 5 >"$work/delay.log" 2>&1
+    if [ $? = 0 ]; then
+        ip netns exec "$ns_srv" tc qdisc show dev "$veth_srv" | grep -q 'netem.*delay 5' &&
+            ip netns exec "$ns_cli" tc qdisc show dev "$veth_cli" | grep -q 'tbf.*rate 100Mbit' &&
+            ok "--delay 5: netem and tbf on the link" || bad "--delay 5: $(ip netns exec "$ns_srv" tc qdisc show)"
+        on_client rados -p "$pool" lspools >/dev/null && ok "a client works across the delayed link" ||
+            bad "rados across the delayed link failed"
+        "$vstart" stop --dir "$dir" >/dev/null 2>&1
+    else
+        grep -q 'sch_netem' "$work/delay.log" && ok "--delay without sch_netem: $(grep -m 1 sch_netem "$work/delay.log")" ||
+            bad "--delay failed without saying why: $(cat "$work/delay.log")"
+    fi
+    have=$(leftovers)
+    [ -z "$have" ] && ok "nothing left after --delay" || bad "left after --delay: $have"
+
+    ip netns list | grep -q "^$decoy-srv" && [ -d "$cgmnt/$decoy" ] &&
+        ok "stop left others' namespace and cgroup alone" || bad "stop removed the decoys"
+}
+
+mode_selective() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 1 --net 50Mbit --osd-cores 1
+    names
+    local ds=shaped
+    "$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null ||
+        die "make-dataset.sh failed"
+    local d c
+    for d in "$work"/all/*/; do
+        c=$(basename "$d")
+        mkdir -p "$work/$ds/$c"
+        ls "$d" | head -10 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
+    done
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
+        die "cannot make the dataset through exec"
+    local p t
+    declare -A secs=()
+    for p in none selective; do
+        on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy $p --discard \
+            --net 50Mbit --storage-cores 1 --client-cores 1 >"$work/$p.log" 2>&1 ||
+            { cat "$work/$p.log"; bad "load --policy $p failed"; continue; }
+        t=$(sed -n 's/^epoch 0 ([a-z]*): [0-9]* samples in \([0-9.]*\) s,.*/\1/p' "$work/$p.log")
+        secs[$p]=$t
+        echo "$p: $(grep -E '^(epoch|stats)' "$work/$p.log" | head -n 2 | tr '\n' ' ')"
+    done
+    [ -n "${secs[none]:-}" ] && [ -n "${secs[selective]:-}" ] ||
+        die "no epoch times in the logs: $(cat "$work"/*.log | head -20)"
+    awk -v s="${secs[selective]}" -v n="${secs[none]}" 'BEGIN {exit !(s < n)}' &&
+        ok "selective's epoch ${secs[selective]} s < none's ${secs[none]} s on a 50Mbit link" ||
+        bad "selective's epoch ${secs[selective]} s is not shorter than none's ${secs[none]} s"
+}
+
+case "$mode" in
+rate | cap | stop | selective) "mode_$mode" ;;
+*) die "unknown mode '$mode': rate, cap, stop or selective" ;;
+esac
+finish
