@@ -7,8 +7,8 @@ packages=(
     # build
     cmake make gcc clang libclang-rt-14-dev pkg-config
     libjpeg62-turbo-dev libturbojpeg0-dev librados-dev libcmocka-dev zlib1g-dev
-    # the dev cluster
-    ceph-mon ceph-osd ceph-mgr ceph-common procps
+    # the dev cluster, and its shaped testbed (ip netns, veth and tc: vstart.sh --net)
+    ceph-mon ceph-osd ceph-mgr ceph-common procps iproute2
     # the reference for exactness (Pillow 9.4 is what torchvision runs on), torchvision itself,
     # and what the Python package builds against and is tested with
     python3 python3-pil python3-numpy python3-torch python3-torchvision python3-dev
