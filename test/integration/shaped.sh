@@ -6,6 +6,7 @@
 #   stop       stop removes the namespaces, veth, qdiscs and cgroup, also after the daemons were
 #              killed with SIGKILL, and nothing it did not make
 #   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
+#   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -300,8 +301,58 @@ mode_selective() {
         bad "selective's epoch ${secs[selective]} s is not shorter than none's ${secs[none]} s"
 }
 
+# The fault campaign's cut link (issue 15): the client's end of the link down for 10 s in the
+# middle of an epoch, then up; every sample delivered once, byte-identical to an undisturbed
+# epoch, and what the recovery took printed. (netem's 100% loss would do as well where the
+# kernel has sch_netem; a link down is the same outage to TCP.)
+mode_linkcut() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 1 --net 100Mbit
+    names
+    local ds=cut d c
+    "$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null ||
+        die "make-dataset.sh failed"
+    for d in "$work"/all/*/; do
+        c=$(basename "$d")
+        mkdir -p "$work/$ds/$c"
+        ls "$d" | head -8 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
+    done
+    local n
+    n=$(find "$work/$ds" -type f | wc -l)
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
+        die "cannot make the dataset through exec"
+    local args=(--id sophon -p "$pool" --dataset "$ds" --policy resize --window 1)
+    on_client "$sophon" load "${args[@]}" --out "$work/calm" >"$work/calm.log" 2>&1 ||
+        die "undisturbed load failed: $(tail -3 "$work/calm.log")"
+    on_client "$sophon" load "${args[@]}" --epochs 3 --op-timeout 2 --retries 12 \
+        --backoff-ms 100 --out "$work/cut" >"$work/cut.log" 2>"$work/cut.err" &
+    local loader=$! t0 t1 rc
+    sleep 0.5
+    ip -n "$ns_cli" link set "$veth_cli" down || die "cannot take $veth_cli down"
+    kill -0 $loader 2>/dev/null && ok "the link cut while the loader runs" || bad "the loader ended first"
+    sleep 10
+    ip -n "$ns_cli" link set "$veth_cli" up || die "cannot bring $veth_cli up"
+    t0=$(date +%s.%N)
+    wait $loader
+    rc=$?
+    t1=$(date +%s.%N)
+    [ $rc = 0 ] && ok "the epochs complete after the link is back" || bad "loader rc $rc: $(tail -3 "$work/cut.err")"
+    awk -v n="$n" '{c[$2]++} END {for (i = 0; i < n; i++) if (c[i] != 1) exit 1; exit NR != n}' \
+        "$work/cut/epoch-0.index" && cmp -s "$work/calm/epoch-0.data" "$work/cut/epoch-0.data" &&
+        ok "epoch 0: every sample once, byte-identical to the undisturbed one" || bad "epoch 0 differs"
+    local st
+    st=$(grep '^stats: .* epoch=0 ' "$work/cut.log")
+    printf 'recovery: link down 10 s: epoch 0 took %s s (undisturbed %s s), retries %s, fallbacks %s; the load ended %.1f s after the link came back\n' \
+        "$(grep -o ' seconds=[0-9.]*' <<<"$st" | cut -d= -f2)" \
+        "$(grep -o ' seconds=[0-9.]*' "$work/calm.log" | cut -d= -f2)" \
+        "$(grep -o ' retries=[0-9]*' <<<"$st" | cut -d= -f2)" \
+        "$(grep -o ' fallbacks=[0-9]*' <<<"$st" | cut -d= -f2)" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
+}
+
 case "$mode" in
-rate | cap | stop | selective) "mode_$mode" ;;
-*) die "unknown mode '$mode': rate, cap, stop or selective" ;;
+rate | cap | stop | selective | linkcut) "mode_$mode" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective or linkcut" ;;
 esac
 finish
