@@ -62,7 +62,7 @@ DIR defaults to BUILD/vstart, BUILD to \$SOPHON_BUILD_DIR or $top/build.
 The class is taken from BUILD/cls/libcls_sophon.so (build it first: cmake --build BUILD).
 \$SOPHON_OSD_WRAPPER, when set, is a command prefix for ceph-osd only, split at blanks: for
 example 'env LD_PRELOAD=/path/libclang_rt.asan-x86_64.so ASAN_OPTIONS=...' for a class built
-with ASan (test/integration/osd_sanitizer.sh), or 'valgrind --tool=memcheck'.
+with ASan (test/integration/osd_sanitizer.sh).
 EOF
 }
 
@@ -472,8 +472,8 @@ wait_for() { # seconds description command...
 start_daemon() { # name
     local name=$1 type=${1%%.*} id=${1#*.} wrapper=()
     pid_alive "$dir/run/$name.pid" && return 0
-    # The OSDs alone run the class, so they alone get the wrapper (a sanitizer's environment,
-    # valgrind): the mon and mgr stay as fast as ever.
+    # The OSDs alone run the class, so they alone get the wrapper (a sanitizer's runtime and
+    # options): the mon and mgr stay as fast as ever.
     [ "$type" = osd ] && read -ra wrapper <<<"${SOPHON_OSD_WRAPPER:-}"
     if [ "$type" = osd ] && [ -n "$(tb_get osd_cores)" ]; then
         # The OSD's launcher joins the cgroup first: the daemon it forks, and every thread that
