@@ -19,3 +19,18 @@ finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" = 0 ]
 }
+# small_dataset CORPUS SOPHON OUT N [CLASS...]: an ImageFolder tree in OUT of make-dataset.sh's
+# real photos, the first N of each class (of the classes named, else of all of them).
+small_dataset() {
+    local corpus=$1 sophon=$2 out=$3 n=$4 all c
+    shift 4
+    all=$(mktemp -d)
+    "$(dirname "${BASH_SOURCE[0]}")/../../scripts/make-dataset.sh" "$corpus" "$all" "$sophon" \
+        >/dev/null || { rm -rf "$all"; return 1; }
+    [ $# -gt 0 ] || set -- $(ls "$all")
+    for c in "$@"; do
+        mkdir -p "$out/$c"
+        ls "$all/$c" | head -"$n" | while read -r f; do cp "$all/$c/$f" "$out/$c/"; done
+    done
+    rm -rf "$all"
+}

@@ -20,11 +20,7 @@ trap '[ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null; rm -rf "$work"' EX
 . "$here/expect.sh"
 
 # Two classes of make-dataset.sh's photos, 24 each.
-"$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
-for c in wallpapers gimp-examples; do
-    mkdir -p "$work/$ds/$c"
-    ls "$work/all/$c" | head -24 | while read -r f; do cp "$work/all/$c/$f" "$work/$ds/$c/"; done
-done
+small_dataset "$corpus" "$sophon" "$work/$ds" 24 wallpapers gimp-examples || exit 1
 n=$(find "$work/$ds" -type f | wc -l)
 "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 2 >/dev/null ||

@@ -13,12 +13,7 @@ trap 'rm -rf "$work"' EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 # A dataset of real photos, 12 per class of make-dataset.sh's four.
-"$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
-for d in "$work"/all/*/; do
-    c=$(basename "$d")
-    mkdir -p "$work/$ds/$c"
-    ls "$d" | head -12 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
-done
+small_dataset "$corpus" "$sophon" "$work/$ds" 12 || exit 1
 n=$(find "$work/$ds" -type f | wc -l)
 "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||

@@ -273,14 +273,7 @@ mode_selective() {
     start --osds 1 --net 50Mbit --osd-cores 1
     names
     local ds=shaped
-    "$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null ||
-        die "make-dataset.sh failed"
-    local d c
-    for d in "$work"/all/*/; do
-        c=$(basename "$d")
-        mkdir -p "$work/$ds/$c"
-        ls "$d" | head -10 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
-    done
+    small_dataset "$corpus" "$sophon" "$work/$ds" 10 || die "make-dataset.sh failed"
     on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
         on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
         die "cannot make the dataset through exec"
@@ -309,14 +302,8 @@ mode_linkcut() {
     [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
     start --osds 1 --net 100Mbit
     names
-    local ds=cut d c
-    "$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null ||
-        die "make-dataset.sh failed"
-    for d in "$work"/all/*/; do
-        c=$(basename "$d")
-        mkdir -p "$work/$ds/$c"
-        ls "$d" | head -8 | while read -r f; do cp "$d/$f" "$work/$ds/$c/"; done
-    done
+    local ds=cut
+    small_dataset "$corpus" "$sophon" "$work/$ds" 8 || die "make-dataset.sh failed"
     local n
     n=$(find "$work/$ds" -type f | wc -l)
     on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&

@@ -14,11 +14,7 @@ trap 'rm -rf "$work"' EXIT
 . "$here/expect.sh"
 
 # Four real photos in each of two classes, and a 12-bit copy of one of them in the first.
-"$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
-for c in wallpapers opencv-samples; do
-    mkdir -p "$work/$ds/$c"
-    ls "$work/all/$c" | head -4 | while read -r f; do cp "$work/all/$c/$f" "$work/$ds/$c/"; done
-done
+small_dataset "$corpus" "$sophon" "$work/$ds" 4 wallpapers opencv-samples || exit 1
 src=$(find "$work/$ds/wallpapers" -type f | sort | head -1)
 /usr/bin/python3 - "$src" "$work/$ds/wallpapers/zz-12bit.jpg" <<'EOF'
 import sys

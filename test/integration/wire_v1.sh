@@ -38,11 +38,7 @@ export CEPH_CONF=$dir/ceph.conf
 pool=sophon
 
 # A dataset of real photos, 6 per class of make-dataset.sh's four.
-"$here/../../scripts/make-dataset.sh" "$corpus" "$work/all" "$sophon" >/dev/null || exit 1
-for d in "$work"/all/*/; do
-    mkdir -p "$work/ds/$(basename "$d")"
-    ls "$d" | head -6 | while read -r f; do cp "$d/$f" "$work/ds/$(basename "$d")/"; done
-done
+small_dataset "$corpus" "$sophon" "$work/ds" 6 || exit 1
 n=$(find "$work/ds" -type f | wc -l)
 "$sophon" put --id sophon -p "$pool" --dataset v1 --labels-from-dirs "$work/ds" >/dev/null &&
     "$sophon" profile --id sophon -p "$pool" --dataset v1 --sample 4 >"$work/profile.log" 2>&1 ||
