@@ -85,3 +85,62 @@ int sophon_prep_set_val(struct sophon_prep_params *p, uint32_t width, uint32_t h
     p->flip = 0;
     return 0;
 }
+
+/* a rounded down (up) to a multiple of m. */
+static uint64_t align_down(uint64_t a, uint32_t m)
+{
+    return a / m * m;
+}
+
+static uint64_t align_up(uint64_t a, uint32_t m)
+{
+    return (a + m - 1) / m * m;
+}
+
+int sophon_prep_crop_region(uint32_t width, uint32_t height, uint32_t imcu_w, uint32_t imcu_h,
+                            const struct sophon_prep_params *p, uint32_t *x, uint32_t *y,
+                            uint32_t *w, uint32_t *h)
+{
+    if (p == NULL || x == NULL || y == NULL || w == NULL || h == NULL || imcu_w == 0 ||
+        imcu_h == 0 || p->box_w == 0 || p->box_h == 0 || (uint64_t)p->box_x + p->box_w > width ||
+        (uint64_t)p->box_y + p->box_h > height)
+        return -EINVAL;
+    /* One pixel more on each side: fancy upsampling's reach (crop.c). */
+    uint64_t x0 = align_down(p->box_x > 0 ? p->box_x - 1 : 0, imcu_w);
+    uint64_t y0 = align_down(p->box_y > 0 ? p->box_y - 1 : 0, imcu_h);
+    uint64_t x1 = align_up((uint64_t)p->box_x + p->box_w + 1, imcu_w);
+    uint64_t y1 = align_up((uint64_t)p->box_y + p->box_h + 1, imcu_h);
+    *x = (uint32_t)x0;
+    *y = (uint32_t)y0;
+    *w = (uint32_t)((x1 < width ? x1 : width) - x0);
+    *h = (uint32_t)((y1 < height ? y1 : height) - y0);
+    return 0;
+}
+
+void sophon_prep_imcu(int ss, uint32_t *imcu_w, uint32_t *imcu_h)
+{
+    switch (ss) {
+    case SOPHON_SS_444:
+    case SOPHON_SS_GRAY:
+        *imcu_w = *imcu_h = 8;
+        break;
+    case SOPHON_SS_422:
+        *imcu_w = 16;
+        *imcu_h = 8;
+        break;
+    case SOPHON_SS_420:
+        *imcu_w = *imcu_h = 16;
+        break;
+    case SOPHON_SS_440:
+        *imcu_w = 8;
+        *imcu_h = 16;
+        break;
+    case SOPHON_SS_411:
+        *imcu_w = 32;
+        *imcu_h = 8;
+        break;
+    default:
+        *imcu_w = *imcu_h = 32;
+        break;
+    }
+}

@@ -243,6 +243,45 @@ int sophon_prep_normalize(uint8_t *out, size_t out_cap, const uint8_t *hwc,
  */
 int sophon_prep_selfcheck(char *err, size_t errlen);
 
+/* sophon_prep_crop flags */
+#define SOPHON_CROP_OPTIMIZE                                                                       \
+    1u /* optimized Huffman tables (smaller, a second pass over the                                \
+        * coefficients) */
+
+/*
+ * sophon_prep_crop - the lossless crop of jpeg[0..len) that request p's pixels need (see
+ * crop.c): the smallest iMCU-aligned region holding p's box and the context its exact decode
+ * needs, clamped to the image, written as a baseline JPEG with the source's quantization tables
+ * and coefficients into out[0..cap). *out_len gets its length, *origin_x, *origin_y the region's
+ * top-left in source pixels. p with the box moved by minus the origin gives the same bytes on the
+ * crop as p on the source. Returns 0 or a negative errno as sophon_prep_run, and -ENOSPC (the
+ * crop would not fit in cap), -EDOM (no crop of this file reproduces its pixels exactly).
+ */
+int sophon_prep_crop(uint8_t *out, size_t cap, size_t *out_len, uint32_t *origin_x,
+                     uint32_t *origin_y, const uint8_t *jpeg, size_t len,
+                     const struct sophon_prep_params *p, const struct sophon_limits *lim,
+                     unsigned flags, char *err, size_t errlen);
+
+/*
+ * sophon_prep_crop_region - the region of a width x height image that the crop of request p holds
+ * (what sophon_prep_crop cuts, and the planner's area model): p's box widened by one pixel on
+ * each side (the reach of fancy upsampling), aligned outwards to the grid of iMCUs of
+ * imcu_w x imcu_h pixels and clamped to the image. *x, *y, *w, *h get it. Returns 0, or -EINVAL for
+ * a NULL argument, an iMCU side of 0 or a box not inside the image.
+ */
+int sophon_prep_crop_region(uint32_t width, uint32_t height, uint32_t imcu_w, uint32_t imcu_h,
+                            const struct sophon_prep_params *p, uint32_t *x, uint32_t *y,
+                            uint32_t *w, uint32_t *h);
+
+/* The iMCU of a JPEG of enum sophon_subsampling ss in pixels (8 x 8 for 4:4:4 and gray, 16 x 16
+ * for 4:2:0, ...; 32 x 32, the most a frame can have, for another sampling). */
+void sophon_prep_imcu(int ss, uint32_t *imcu_w, uint32_t *imcu_h);
+
+/* An upper bound on the memory sophon_prep_crop takes for p on a JPEG of len bytes with header
+ * *info, its output buffer excluded (the OSD reserves it before it crops). */
+uint64_t sophon_prep_crop_memory_bound(const struct sophon_probe_info *info, uint64_t len,
+                                       const struct sophon_prep_params *p);
+
 /* Static name of an enum sophon_colorspace value ("ycbcr", ...); "unknown" when out of range.
  * (sophon_subsampling_name is sophon_common.h's.) */
 const char *sophon_colorspace_name(int cs);

@@ -1654,6 +1654,251 @@ static void test_cut_errors(void **state)
 }
 
 /* test_prep [PATTERN]: only the tests whose names match PATTERN (cmocka's * and ? wildcards). */
+
+/* ---- The lossless crop (crop.c). ---- */
+
+/*
+ * The crop of request p, then p run on it with the box moved by minus the origin: the same bytes
+ * as p run on the source. Returns sophon_prep_crop's result (0: checked); -EDOM is returned
+ * unchecked.
+ */
+static int check_crop_case(const struct jpeg_buf *j, const struct sophon_prep_params *p,
+                           const char *what)
+{
+    size_t n = (size_t)sophon_prep_output_size(p), clen = 0;
+    size_t cap = 2 * j->len + 65536; /* a baseline crop of a progressive file may be larger */
+    uint8_t *want = malloc(n), *got = malloc(n), *crop = malloc(cap);
+    uint32_t ox = 0, oy = 0;
+    char err[256] = "";
+    struct sophon_probe_info info;
+
+    assert_true(want != NULL && got != NULL && crop != NULL);
+    int rc = sophon_prep_crop(crop, cap, &clen, &ox, &oy, j->data, j->len, p, NULL,
+                              SOPHON_CROP_OPTIMIZE, err, sizeof(err));
+    if (rc == -EDOM)
+        goto done;
+    if (rc != 0)
+        fail_msg("%s box %ux%u+%u+%u: crop rc %d (%s)", what, p->box_w, p->box_h, p->box_x,
+                 p->box_y, rc, err);
+    /* A sequential JPEG on the iMCU grid, holding the box. */
+    assert_int_equal(sophon_probe(&info, crop, clen, NULL, 0), 0);
+    assert_int_equal(info.progressive, 0);
+    assert_true(ox <= p->box_x && oy <= p->box_y);
+    assert_true((uint64_t)p->box_x + p->box_w <= (uint64_t)ox + info.width);
+    assert_true((uint64_t)p->box_y + p->box_h <= (uint64_t)oy + info.height);
+    struct sophon_prep_params q = *p;
+    q.box_x -= ox;
+    q.box_y -= oy;
+    assert_int_equal(sophon_prep_run(want, n, j->data, j->len, p, NULL, err, sizeof(err)), 0);
+    rc = sophon_prep_run(got, n, crop, clen, &q, NULL, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("%s box %ux%u+%u+%u: prep of the crop rc %d (%s)", what, p->box_w, p->box_h,
+                 p->box_x, p->box_y, rc, err);
+    if (memcmp(got, want, n) != 0)
+        fail_msg("%s box %ux%u+%u+%u (crop %ux%u at %u,%u) fmt %u flip %u fast %u: bytes differ",
+                 what, p->box_w, p->box_h, p->box_x, p->box_y, info.width, info.height, ox, oy,
+                 p->format, p->flip, p->fast);
+done:
+    free(want);
+    free(got);
+    free(crop);
+    return rc;
+}
+
+/* Random boxes, edges, corners, 1-pixel boxes and the whole image, u8 and f32, flipped or not. */
+static int check_crop_boxes(const struct jpeg_buf *j, uint32_t s, int cases, const char *what)
+{
+    uint32_t w = j->w, h = j->h;
+    int edom = 0;
+
+    for (int i = 0; i < cases; i++) {
+        uint32_t bw = 1 + rnd(&s, w), bh = 1 + rnd(&s, h);
+        struct sophon_prep_params p = params(rnd(&s, w - bw + 1), rnd(&s, h - bh + 1), bw, bh,
+                                             1 + rnd(&s, 48), 1 + rnd(&s, 48), i & 1);
+        p.format = (uint8_t)((i >> 1) & 1);
+        edom += check_crop_case(j, &p, what) == -EDOM;
+    }
+    const struct sophon_prep_params fixed[] = {
+        params(0, 0, w, h, 24, 24, 0),
+        params(0, 0, 1, 1, 5, 7, 0),
+        params(w - 1, h - 1, 1, 1, 3, 3, 1),
+        params(w - 1, 0, 1, h, 4, 9, 0),
+        params(0, h - 1, w, 1, 9, 4, 1),
+        params(w / 2, h / 2, w - w / 2, h - h / 2, 50, 50, 0),
+        params(w / 3, h / 3, w / 3 + 1, h / 3 + 1, 17, 13, 1),
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        edom += check_crop_case(j, &fixed[i], what) == -EDOM;
+    return edom;
+}
+
+/* Every kind, baseline and progressive, at sizes on and off the iMCU grid. */
+static void test_crop_modes(void **state)
+{
+    static const uint32_t sizes[][2] = {{203, 97}, {64, 48}, {17, 301}, {300, 200}};
+    char what[64];
+
+    (void)state;
+    for (int k = 0; k < K_COUNT; k++)
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+            for (int prog = 0; prog < 2; prog++) {
+                struct jpeg_buf j = make_jpeg((enum kind)k, sizes[z][0], sizes[z][1], prog, 85);
+                snprintf(what, sizeof(what), "crop %s %ux%u%s", kind_names[k], j.w, j.h,
+                         prog ? " prog" : "");
+                assert_int_equal(
+                    check_crop_boxes(&j, 99u + (uint32_t)k * 31u + (uint32_t)z, 16, what), 0);
+                free(j.data);
+            }
+}
+
+/* Restart intervals and arithmetic coding in the source; the fast mode. */
+static void test_crop_restart_arith_fast(void **state)
+{
+    struct enc en = {0};
+    (void)state;
+    en.quality = 80;
+    en.restart_interval = 1;
+    struct jpeg_buf j = make_jpeg_enc(K_420, 203, 97, &en);
+    assert_int_equal(check_crop_boxes(&j, 5, 12, "crop 420 restart 1 MCU"), 0);
+    free(j.data);
+    en.restart_interval = 0;
+    en.restart_in_rows = 1;
+    en.progressive = 1;
+    j = make_jpeg_enc(K_422, 203, 97, &en);
+    assert_int_equal(check_crop_boxes(&j, 6, 12, "crop 422 prog restart 1 row"), 0);
+    free(j.data);
+    en.restart_in_rows = 0;
+    en.arith = 1;
+    j = make_jpeg_enc(K_444, 203, 97, &en);
+    assert_int_equal(check_crop_boxes(&j, 7, 12, "crop 444 prog arithmetic"), 0);
+    free(j.data);
+    j = make_jpeg(K_420, 1200, 900, 0, 90);
+    for (uint32_t i = 0; i < 8; i++) {
+        struct sophon_prep_params p =
+            params(37 * i, 29 * i, 700 - 40 * i, 500 - 30 * i, 224, 224, (int)(i & 1));
+        p.fast = 1;
+        assert_int_equal(check_crop_case(&j, &p, "crop 420 1200x900 fast"), 0);
+    }
+    free(j.data);
+}
+
+/* Progressions that leave coefficients unknown: libjpeg smooths those blocks, a crop cannot. */
+static void test_crop_smoothing(void **state)
+{
+    jpeg_scan_info scans[64];
+    struct enc en = {0};
+    (void)state;
+    en.quality = 85;
+    en.scans = scans;
+    en.nscans = make_script(S_DC_ONLY, 3, scans);
+    struct jpeg_buf j = make_jpeg_enc(K_420, 203, 97, &en);
+    struct sophon_prep_params p = params(10, 10, 100, 50, 32, 32, 0);
+    uint8_t out[1 << 16];
+    size_t n;
+    uint32_t ox, oy;
+    char err[256] = "";
+    assert_int_equal(
+        sophon_prep_crop(out, sizeof(out), &n, &ox, &oy, j.data, j.len, &p, NULL, 0, err, 256),
+        -EDOM);
+    assert_true(strstr(err, "smooth") != NULL);
+    free(j.data);
+    /* A complete progression is cropped. */
+    en.nscans = make_script(S_SEPARATE, 3, scans);
+    j = make_jpeg_enc(K_420, 203, 97, &en);
+    assert_int_equal(check_crop_boxes(&j, 8, 8, "crop 420 separate scans"), 0);
+    free(j.data);
+}
+
+/* Limits and bad input: every refusal an errno and a message, never a crash. */
+static void test_crop_errors(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 640, 480, 0, 90);
+    struct sophon_prep_params p = params(100, 100, 300, 200, 224, 224, 0);
+    uint8_t *out = malloc(j.len + 4096);
+    size_t n = 0, whole;
+    uint32_t ox, oy;
+    char err[256];
+    (void)state;
+    assert_non_null(out);
+    assert_int_equal(sophon_prep_crop(out, j.len + 4096, &whole, &ox, &oy, j.data, j.len, &p, NULL,
+                                      0, err, sizeof(err)),
+                     0);
+    /* A crop one byte larger than the cap: -ENOSPC. */
+    err[0] = '\0';
+    assert_int_equal(sophon_prep_crop(out, whole - 1, &n, &ox, &oy, j.data, j.len, &p, NULL, 0, err,
+                                      sizeof(err)),
+                     -ENOSPC);
+    assert_true(err[0] != '\0');
+    assert_int_equal(
+        sophon_prep_crop(out, whole, &n, &ox, &oy, j.data, j.len, &p, NULL, 0, err, sizeof(err)),
+        0);
+    assert_int_equal(n, whole);
+    /* The box outside the image, NULLs. */
+    struct sophon_prep_params bad = params(500, 100, 300, 200, 224, 224, 0);
+    assert_int_equal(
+        sophon_prep_crop(out, j.len, &n, &ox, &oy, j.data, j.len, &bad, NULL, 0, err, sizeof(err)),
+        -EINVAL);
+    assert_int_equal(
+        sophon_prep_crop(NULL, 0, &n, &ox, &oy, j.data, j.len, &p, NULL, 0, err, sizeof(err)),
+        -EINVAL);
+    /* Truncated anywhere, and bytes changed: an errno, never a crash. */
+    for (size_t cut = 0; cut < j.len; cut += j.len / 97 + 1) {
+        int rc = sophon_prep_crop(out, j.len + 4096, &n, &ox, &oy, j.data, cut, &p, NULL, 0, err,
+                                  sizeof(err));
+        assert_true(rc == -EBADMSG || rc == -EINVAL);
+    }
+    uint32_t seed = 4242;
+    for (int i = 0; i < 300; i++) {
+        uint8_t *copy = malloc(j.len);
+        assert_non_null(copy);
+        memcpy(copy, j.data, j.len);
+        for (int k = 0; k < 4; k++)
+            copy[rnd(&seed, (uint32_t)j.len)] ^= (uint8_t)(1u << rnd(&seed, 8));
+        int rc = sophon_prep_crop(out, j.len + 4096, &n, &ox, &oy, copy, j.len, &p, NULL,
+                                  SOPHON_CROP_OPTIMIZE, err, sizeof(err));
+        assert_true(rc == 0 || rc == -EBADMSG || rc == -EINVAL || rc == -EMEDIUMTYPE ||
+                    rc == -E2BIG || rc == -ENOSPC || rc == -EFBIG);
+        free(copy);
+    }
+    /* Limits: pixels and input bytes. */
+    struct sophon_limits lim = SOPHON_LIMITS_INIT;
+    lim.max_pixels = 640 * 480 - 1;
+    assert_int_equal(
+        sophon_prep_crop(out, j.len, &n, &ox, &oy, j.data, j.len, &p, &lim, 0, err, sizeof(err)),
+        -E2BIG);
+    lim = (struct sophon_limits)SOPHON_LIMITS_INIT;
+    lim.max_input_bytes = j.len - 1;
+    assert_int_equal(
+        sophon_prep_crop(out, j.len, &n, &ox, &oy, j.data, j.len, &p, &lim, 0, err, sizeof(err)),
+        -EFBIG);
+    free(out);
+    free(j.data);
+}
+
+/* Allocation failures anywhere in a crop: -ENOMEM, nothing leaked (valgrind's run checks). */
+static void test_crop_enomem(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 300, 200, 1, 80);
+    struct sophon_prep_params p = params(50, 40, 120, 90, 64, 64, 0);
+    uint8_t *out = malloc(j.len + 4096);
+    size_t n;
+    uint32_t ox, oy;
+    int ok = 0;
+    (void)state;
+    assert_non_null(out);
+    for (long k = 0; k < 200 && !ok; k++) {
+        allocs_left = k;
+        int rc = sophon_prep_crop(out, j.len + 4096, &n, &ox, &oy, j.data, j.len, &p, NULL,
+                                  SOPHON_CROP_OPTIMIZE, NULL, 0);
+        allocs_left = -1;
+        assert_true(rc == 0 || rc == -ENOMEM);
+        ok = rc == 0;
+    }
+    assert_true(ok);
+    free(out);
+    free(j.data);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1683,6 +1928,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cut_copy),
         cmocka_unit_test(test_cut_damage),
         cmocka_unit_test(test_cut_errors),
+        cmocka_unit_test(test_crop_modes),
+        cmocka_unit_test(test_crop_restart_arith_fast),
+        cmocka_unit_test(test_crop_smoothing),
+        cmocka_unit_test(test_crop_errors),
+        cmocka_unit_test(test_crop_enomem),
     };
 
     if (argc > 1)

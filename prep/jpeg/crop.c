@@ -1,0 +1,330 @@
+/*
+ * crop.c - the lossless crop (prep.h's sophon_prep_crop): the quantized DCT coefficients of the
+ * blocks a box needs, copied into a new sequential JPEG, as jpegtran -crop does, without decoding
+ * a pixel.
+ *
+ * Why the pixels of the box come out the same: every block is the same coefficients under the
+ * same quantization tables, so its IDCT gives the same samples; the region starts on the iMCU
+ * grid, so blocks and MCUs line up as in the source, and it ends on the grid or at the image's
+ * own edge, where the partial iMCU is the source's. What else a pixel depends on:
+ *  - fancy upsampling (h2v1, h1v2, h2v2 in libjpeg-turbo 2.1) reads the chroma samples next to
+ *    the pixel's own, and takes the image's edge samples for their missing neighbours: the
+ *    region is the box widened by one pixel each way (sophon_prep_crop_region), so that no pixel
+ *    of the box looks past the crop's edge where the source has more;
+ *  - block smoothing, which libjpeg applies to a progressive file whose scans leave some of the
+ *    first AC coefficients unknown: a crop (whose coefficients are all known) would not be
+ *    smoothed. Those files are refused with -EDOM.
+ * The colour space, the component identifiers and sampling factors and the quantization tables
+ * are copied (jpeg_copy_critical_parameters), with the marker that makes a decoder read the
+ * colours as the source's are read: JFIF for YCbCr and grayscale, Adobe for RGB, CMYK and YCCK.
+ *
+ * Rows below the region are never Huffman-decoded: libjpeg reads a private copy of the file
+ * whose frame height ends a few iMCU rows below the region (prog_copy.h), and skips the rest of
+ * every scan. Columns are all decoded (a scan codes whole rows).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coefmem.h"
+#include "guard.h"
+#include "huffman.h"
+#include "jpeg.h"
+#include "markers.h"
+#include "prog_copy.h"
+#include "sophon_common.h"
+
+/*
+ * The destination: the caller's buffer; a crop that does not fit fails with -ENOSPC. libjpeg
+ * asks for more room as soon as the buffer is full, even after its last byte: it then gets a
+ * spare, and the crop fits if nothing was written there.
+ */
+struct crop_dest {
+    struct jpeg_destination_mgr pub;
+    struct sophon__jpeg *j;
+    uint8_t *buf;
+    size_t cap;
+    int in_spare;
+    uint8_t spare[16];
+};
+
+static void dest_init(j_compress_ptr c)
+{
+    struct crop_dest *d = (struct crop_dest *)c->dest;
+    d->pub.next_output_byte = d->buf;
+    d->pub.free_in_buffer = d->cap;
+}
+
+static _Noreturn void too_large(struct crop_dest *d)
+{
+    sophon__jpeg_fail(d->j, -ENOSPC, "the crop is larger than its limit");
+}
+
+static boolean dest_full(j_compress_ptr c)
+{
+    struct crop_dest *d = (struct crop_dest *)c->dest;
+    if (d->in_spare)
+        too_large(d);
+    d->in_spare = 1;
+    d->pub.next_output_byte = d->spare;
+    d->pub.free_in_buffer = sizeof(d->spare);
+    return TRUE;
+}
+
+/* The crop's length, once libjpeg has finished it. */
+static size_t dest_length(struct crop_dest *d)
+{
+    if (!d->in_spare)
+        return d->cap - d->pub.free_in_buffer;
+    if (d->pub.free_in_buffer != sizeof(d->spare))
+        too_large(d);
+    return d->cap;
+}
+
+static void dest_term(j_compress_ptr c)
+{
+    (void)c;
+}
+
+/* Everything a longjmp must not lose: reached through a pointer, never a changed local. */
+struct crop_state {
+    struct sophon__jpeg j; /* the source's decompressor and the error manager of both */
+    struct sophon__coefmem coefmem;
+    struct jpeg_compress_struct dst;
+    int dst_created;
+    struct crop_dest dest;
+    uint8_t *copy; /* the source cut below the region (prog_copy.h), if any */
+};
+
+/* The walk, the header and the limits, as the region decode checks them (decode.c). */
+static void read_source_header(struct crop_state *s, const uint8_t *jpeg, size_t len,
+                               const struct sophon_limits *lim)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    struct sophon__markers mk;
+
+    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
+    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
+        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
+    if (!mk.eoi)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
+    sophon__jpeg_src(&s->j, jpeg, len);
+    if (lim->max_pixels != 0) {
+        uint64_t b = lim->max_pixels * 8 + (16u << 20);
+        c->mem->max_memory_to_use = b > (uint64_t)LONG_MAX ? LONG_MAX : (long)b;
+    }
+    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
+    if (c->data_precision != 8)
+        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "not an 8-bit JPEG");
+    if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
+        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
+    if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4)
+        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "JPEG with a component count other than 1, 3 or 4");
+    if (c->num_components == 4 && c->jpeg_color_space != JCS_CMYK &&
+        c->jpeg_color_space != JCS_YCCK)
+        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "4-component JPEG that is neither CMYK nor YCCK");
+}
+
+/* The guard's at_start hook: sophon's Huffman decoder before the first MCU is read. */
+static void start_huffman(struct sophon__jpeg *j, void *arg)
+{
+    (void)arg;
+    if (!j->cinfo.arith_code)
+        sophon__huffman_install(&j->cinfo, 0);
+}
+
+/*
+ * Reads the coefficients of rows [0, y1) and what libjpeg needs below them, from a copy cut a few
+ * iMCU rows below y1 when that is shorter than the file.
+ */
+static jvirt_barray_ptr *read_coefficients(struct crop_state *s, const uint8_t *jpeg, size_t len,
+                                           uint32_t y1)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    JDIMENSION width = c->image_width, height = c->image_height;
+    struct sophon__prog_copy pc;
+    uint32_t dropped;
+    size_t n;
+
+    memset(&pc, 0, sizeof(pc));
+    pc.height =
+        sophon__prog_copy_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor, y1);
+    pc.ncomps = c->num_components;
+    for (int ci = 0; ci < c->num_components; ci++)
+        pc.id[ci] = (uint8_t)c->comp_info[ci].component_id;
+    int rc = sophon__prog_copy_make(&s->copy, &n, &dropped, jpeg, len, &pc);
+    if (rc < 0)
+        sophon__jpeg_fail(&s->j, rc, "out of memory for the cut copy");
+    if (s->copy != NULL) {
+        jpeg_abort_decompress(c);
+        sophon__jpeg_src(&s->j, s->copy, n);
+        if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK || c->image_width != width ||
+            c->image_height != (pc.height < height ? pc.height : height))
+            sophon__jpeg_fail(&s->j, -EBADMSG, "the cut copy changed the frame header");
+        s->j.allow_scan_tails = c->image_height < height;
+    }
+    s->j.at_start = start_huffman;
+    s->j.at_start_arg = s;
+    jvirt_barray_ptr *arrays = jpeg_read_coefficients(c);
+    if (arrays == NULL)
+        sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg read no coefficients");
+    return arrays;
+}
+
+/*
+ * libjpeg smooths the blocks of a progressive file whose scans leave any of AC coefficients
+ * 1..9 of a component with unknown low bits (smoothing_ok in jdcoefct.c, do_block_smoothing on
+ * by default): a crop cannot reproduce that.
+ */
+static void refuse_smoothed(struct crop_state *s)
+{
+    const struct jpeg_decompress_struct *c = &s->j.cinfo;
+    if (!c->progressive_mode || c->coef_bits == NULL)
+        return;
+    for (int ci = 0; ci < c->num_components; ci++)
+        for (int k = 0; k < 10; k++)
+            if (c->coef_bits[ci][k] != 0)
+                sophon__jpeg_fail(
+                    &s->j, -EDOM,
+                    "progressive JPEG whose scans leave coefficients unknown: libjpeg "
+                    "smooths its blocks, which no crop reproduces");
+}
+
+/* The block arrays of the crop, each component's region of blocks at the source's offset. */
+static void write_crop(struct crop_state *s, jvirt_barray_ptr *src_arrays, uint32_t x, uint32_t y,
+                       uint32_t w, uint32_t h, int optimize)
+{
+    struct jpeg_decompress_struct *c = &s->j.cinfo;
+    struct jpeg_compress_struct *d = &s->dst;
+    jvirt_barray_ptr dst_arrays[MAX_COMPONENTS];
+    JDIMENSION dst_wb[MAX_COMPONENTS], dst_hb[MAX_COMPONENTS];
+    uint32_t imcu_w = (uint32_t)DCTSIZE * (uint32_t)c->max_h_samp_factor;
+    uint32_t imcu_h = (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor;
+
+    d->err = &s->j.pub;
+    jpeg_create_compress(d);
+    s->dst_created = 1;
+    d->mem->max_memory_to_use = c->mem->max_memory_to_use;
+    s->dest.pub.init_destination = dest_init;
+    s->dest.pub.empty_output_buffer = dest_full;
+    s->dest.pub.term_destination = dest_term;
+    d->dest = &s->dest.pub;
+    jpeg_copy_critical_parameters(c, d);
+    d->image_width = w;
+    d->image_height = h;
+    d->optimize_coding = optimize ? TRUE : FALSE;
+    for (int ci = 0; ci < d->num_components; ci++) {
+        const jpeg_component_info *k = &d->comp_info[ci];
+        uint64_t wb = ((uint64_t)w * k->h_samp_factor + imcu_w - 1) / imcu_w * k->h_samp_factor;
+        uint64_t hb = ((uint64_t)h * k->v_samp_factor + imcu_h - 1) / imcu_h * k->v_samp_factor;
+        dst_wb[ci] = (JDIMENSION)wb;
+        dst_hb[ci] = (JDIMENSION)hb;
+        dst_arrays[ci] =
+            (*d->mem->request_virt_barray)((j_common_ptr)d, JPOOL_IMAGE, TRUE, dst_wb[ci],
+                                           dst_hb[ci], (JDIMENSION)k->v_samp_factor);
+    }
+    jpeg_write_coefficients(d, dst_arrays);
+    for (int ci = 0; ci < d->num_components; ci++) {
+        const jpeg_component_info *sc = &c->comp_info[ci];
+        JDIMENSION x0 = x / imcu_w * (JDIMENSION)sc->h_samp_factor;
+        JDIMENSION y0 = y / imcu_h * (JDIMENSION)sc->v_samp_factor;
+        JDIMENSION src_wb = (JDIMENSION)(((uint64_t)sc->width_in_blocks + sc->h_samp_factor - 1) /
+                                         sc->h_samp_factor * sc->h_samp_factor);
+        JDIMENSION src_hb = (JDIMENSION)(((uint64_t)sc->height_in_blocks + sc->v_samp_factor - 1) /
+                                         sc->v_samp_factor * sc->v_samp_factor);
+        JDIMENSION ncopy = src_wb - x0 < dst_wb[ci] ? src_wb - x0 : dst_wb[ci];
+        for (JDIMENSION r = 0; r < dst_hb[ci]; r++) {
+            JBLOCKARRAY out =
+                (*d->mem->access_virt_barray)((j_common_ptr)d, dst_arrays[ci], r, 1, TRUE);
+            memset(out[0], 0, sizeof(JBLOCK) * dst_wb[ci]);
+            if (y0 + r >= src_hb)
+                continue;
+            JBLOCKARRAY in =
+                (*c->mem->access_virt_barray)((j_common_ptr)c, src_arrays[ci], y0 + r, 1, FALSE);
+            memcpy(out[0], in[0] + x0, sizeof(JBLOCK) * ncopy);
+        }
+    }
+    jpeg_finish_compress(d);
+}
+
+uint64_t sophon_prep_crop_memory_bound(const struct sophon_probe_info *info, uint64_t len,
+                                       const struct sophon_prep_params *p)
+{
+    (void)p;
+    if (info == NULL)
+        return 0;
+    /* The cut copy, the source's coefficient arrays (128 bytes a block, at most 3 blocks a
+     * pixel's worth in 4:4:4 CMYK: 4 components of 2 bytes a coefficient), the crop's (no larger),
+     * and libjpeg's tables and buffers. */
+    uint64_t px = (uint64_t)info->width * info->height;
+    return len + px * 8 * 2 + (4u << 20);
+}
+
+/* sophon_prep_crop with its arguments checked and lim set: the function that owns the setjmp. */
+static int crop(uint8_t *out, size_t cap, size_t *out_len, uint32_t *origin_x, uint32_t *origin_y,
+                const uint8_t *jpeg, size_t len, const struct sophon_prep_params *p,
+                const struct sophon_limits *lim, unsigned flags, char *err, size_t errlen)
+{
+    struct crop_state st;
+    struct crop_state *s = &st;
+    struct jpeg_decompress_struct *c = &st.j.cinfo;
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    sophon__jpeg_init(&s->j, lim);
+    s->dest.j = &s->j;
+    s->dest.buf = out;
+    s->dest.cap = cap;
+    if (setjmp(s->j.jump)) {
+        rc = s->j.code;
+        if (s->j.msg[0] != '\0')
+            sophon__seterr(err, errlen, "%s", s->j.msg);
+        goto done;
+    }
+    jpeg_create_decompress(c);
+    sophon__coefmem_install((j_common_ptr)c, &s->coefmem);
+    read_source_header(s, jpeg, len, lim);
+    uint32_t imcu_w = (uint32_t)DCTSIZE * (uint32_t)c->max_h_samp_factor;
+    uint32_t imcu_h = (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor;
+    uint32_t x, y, w, h;
+    if (sophon_prep_crop_region(c->image_width, c->image_height, imcu_w, imcu_h, p, &x, &y, &w,
+                                &h) < 0)
+        sophon__jpeg_fail(&s->j, -EINVAL, "the box is not inside the image");
+    jvirt_barray_ptr *arrays = read_coefficients(s, jpeg, len, y + h);
+    refuse_smoothed(s);
+    write_crop(s, arrays, x, y, w, h, (flags & SOPHON_CROP_OPTIMIZE) != 0);
+    *out_len = dest_length(&s->dest);
+    *origin_x = x;
+    *origin_y = y;
+    rc = 0;
+done:
+    if (s->dst_created)
+        jpeg_destroy_compress(&s->dst);
+    jpeg_destroy_decompress(c);
+    free(s->copy);
+    return rc;
+}
+
+int sophon_prep_crop(uint8_t *out, size_t cap, size_t *out_len, uint32_t *origin_x,
+                     uint32_t *origin_y, const uint8_t *jpeg, size_t len,
+                     const struct sophon_prep_params *p, const struct sophon_limits *lim,
+                     unsigned flags, char *err, size_t errlen)
+{
+    static const struct sophon_limits defaults = SOPHON_LIMITS_INIT;
+
+    if (out == NULL || out_len == NULL || origin_x == NULL || origin_y == NULL || jpeg == NULL ||
+        p == NULL) {
+        sophon__seterr(err, errlen, "NULL argument");
+        return -EINVAL;
+    }
+    if (lim == NULL)
+        lim = &defaults;
+    if (lim->max_input_bytes != 0 && len > lim->max_input_bytes) {
+        sophon__seterr(err, errlen, "JPEG of %zu bytes over the limit", len);
+        return -EFBIG;
+    }
+    return crop(out, cap, out_len, origin_x, origin_y, jpeg, len, p, lim, flags, err, errlen);
+}
