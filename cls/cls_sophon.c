@@ -80,6 +80,8 @@ static int refusal_level(int r)
     case EMEDIUMTYPE:
     case E2BIG:
     case EFBIG:
+    case ENOSPC: /* a crop over the request's limit, with no fallback */
+    case EDOM:   /* a crop that would not be exact for this file, with no fallback */
         return 5;
     default:
         return 0;
@@ -179,8 +181,13 @@ static int admit(uint64_t *need, const uint8_t *jpeg, size_t len,
                    info.height, (unsigned)SOPHON_OSD_MAX_MEGAPIXELS, -E2BIG);
         return -E2BIG;
     }
-    /* The bound counts the object read and the output (the reply) too. */
-    uint64_t bytes = sophon_prep_memory_bound(&info, len, p);
+    /* The bound counts the object read and the output (the reply) too; a crop that may fall
+     * back to the pixels may take both. */
+    uint64_t bytes = p->stage == SOPHON_WIRE_CROP ? sophon_prep_crop_memory_bound(&info, len, p) +
+                                                        sophon_prep_crop_cap(p, len)
+                                                  : 0;
+    if (p->stage != SOPHON_WIRE_CROP || p->fallback == SOPHON_FALLBACK_PIXELS)
+        bytes += sophon_prep_memory_bound(&info, len, p);
     if (reserve(bytes) < 0) {
         SOPHON_LOG(5, "prep: %llu bytes would exceed this OSD's %u MiB for sophon calls: %d",
                    (unsigned long long)bytes, (unsigned)SOPHON_OSD_MEMORY_MB, -EBUSY);
@@ -193,7 +200,8 @@ static int admit(uint64_t *need, const uint8_t *jpeg, size_t len,
 /*
  * prep - a read method that runs a prep request (wire.h) on the stored JPEG and returns the
  * response, in the request's own layout (a client of an older wire version gets the answer it
- * knows): a header with the geometry, format and CPU time, then the pixels.
+ * knows): a header with the geometry, format and CPU time, then the pixels or, for the crop
+ * stage, the crop JPEG (prep_response.h).
  */
 static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int *out_len)
 {
@@ -209,10 +217,6 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         SOPHON_LOG(5, "prep: malformed request of %d bytes: %d", in_len, r);
         return r;
     }
-    if (p.stage == SOPHON_WIRE_CROP) {
-        SOPHON_LOG(5, "prep: the crop stage is not supported by this build: %d", -EINVAL);
-        return -EINVAL;
-    }
     uint64_t size = sophon_response_size_as(&p, version);
     if (size - sophon_response_header_len(version) > osd_limits.max_output_bytes) {
         SOPHON_LOG(5, "prep: output of %llu bytes over the limit: %d", (unsigned long long)size,
@@ -227,6 +231,9 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         cls_free(data);
         return r;
     }
+    /* Pixels, or a crop JPEG of at most what the request allows (the larger of the two when the
+     * crop may fall back to the pixels). */
+    size = sophon_prep_response_cap(&p, (uint64_t)len, version);
     resp = cls_alloc(size);
     if (resp == NULL) {
         cls_free(data);
@@ -234,8 +241,9 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         SOPHON_LOG(0, "prep: no memory for %llu bytes: %d", (unsigned long long)size, -ENOMEM);
         return -ENOMEM;
     }
-    r = sophon_prep_respond((uint8_t *)resp, size, (const uint8_t *)data, (size_t)len, &p,
-                            &osd_limits, version, err, sizeof(err));
+    size_t resp_len = 0;
+    r = sophon_prep_respond((uint8_t *)resp, size, &resp_len, (const uint8_t *)data, (size_t)len,
+                            &p, &osd_limits, version, err, sizeof(err));
     cls_free(data);
     release(need);
     if (r < 0) {
@@ -243,12 +251,12 @@ static int prep(cls_method_context_t ctx, char *in, int in_len, char **out, int 
         SOPHON_LOG(refusal_level(r), "prep: %s: %d", err, r);
         return r;
     }
-    SOPHON_LOG(10, "prep: v%u box %u,%u,%u,%u -> %ux%u window %ux%u+%u+%u %s%s, %d -> %llu bytes",
+    SOPHON_LOG(10, "prep: v%u box %u,%u,%u,%u -> %ux%u window %ux%u+%u+%u %s%s%s, %d -> %zu bytes",
                (unsigned)version, p.box_x, p.box_y, p.box_w, p.box_h, p.resize_w, p.resize_h,
                p.out_w, p.out_h, p.win_x, p.win_y, sophon_format_name(p.format),
-               p.flip ? " flipped" : "", len, (unsigned long long)size);
+               p.flip ? " flipped" : "", p.stage == SOPHON_WIRE_CROP ? " crop" : "", len, resp_len);
     *out = resp;
-    *out_len = (int)size;
+    *out_len = (int)resp_len;
     return 0;
 }
 

@@ -170,6 +170,8 @@ int sophon_request_fits(const struct sophon_prep_params *p, uint16_t version)
                g.resize_h == p->out_h && g.win_x == 0 && g.win_y == 0 &&
                p->stage == SOPHON_WIRE_PIXELS;
     case SOPHON_WIRE_V2:
+        return p->stage == SOPHON_WIRE_PIXELS;
+    case SOPHON_WIRE_V3:
         return 1;
     default:
         return 0;
@@ -203,6 +205,7 @@ int sophon_request_encode_as(uint8_t *out, size_t cap, const struct sophon_prep_
     struct sophon__geometry g;
     size_t len = version == SOPHON_WIRE_V1   ? SOPHON_REQUEST_LEN_V1
                  : version == SOPHON_WIRE_V2 ? SOPHON_REQUEST_LEN_V2
+                 : version == SOPHON_WIRE_V3 ? SOPHON_REQUEST_LEN_V3
                                              : 0;
 
     if (len == 0 || !params_valid(p) || !sophon_request_fits(p, version))
@@ -258,7 +261,7 @@ int sophon_request_decode(struct sophon_prep_params *out, uint16_t *version, con
     r = check_header(buf, len, SOPHON_REQUEST_MAGIC,
                      v == SOPHON_WIRE_V1 ? SOPHON_REQUEST_LEN_V1 : SOPHON_REQUEST_LEN_V2, 1, &v,
                      &hdr_len);
-    if (r < 0 || (v != SOPHON_WIRE_V1 && v != SOPHON_WIRE_V2) || len != hdr_len)
+    if (r < 0 || v < SOPHON_WIRE_V1 || v > SOPHON_WIRE_V3 || len != hdr_len)
         return -EINVAL;
     p.box_x = sophon__get_le32(buf + 8);
     p.box_y = sophon__get_le32(buf + 12);
@@ -293,7 +296,7 @@ int sophon_request_decode(struct sophon_prep_params *out, uint16_t *version, con
         if (p.resize_w == 0 || p.resize_h == 0)
             return -EINVAL;
     }
-    if (!params_valid(&p))
+    if (!params_valid(&p) || !sophon_request_fits(&p, v))
         return -EINVAL;
     *out = p;
     if (version != NULL)
@@ -327,6 +330,8 @@ size_t sophon_response_header_len(uint16_t version)
         return SOPHON_RESPONSE_HDR_LEN_V1;
     case SOPHON_WIRE_V2:
         return SOPHON_RESPONSE_HDR_LEN_V2;
+    case SOPHON_WIRE_V3:
+        return SOPHON_RESPONSE_HDR_LEN_V3;
     default:
         return 0;
     }
@@ -362,7 +367,7 @@ int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_
     size_t len = sophon_response_header_len(r->version);
 
     if (len == 0 || !response_valid(r) ||
-        (r->version == SOPHON_WIRE_V1 && r->stage != SOPHON_WIRE_PIXELS))
+        (r->version < SOPHON_WIRE_V3 && r->stage != SOPHON_WIRE_PIXELS))
         return -EINVAL;
     if (cap < len)
         return -ERANGE;
@@ -423,8 +428,8 @@ int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
         r.source_bytes = sophon__get_le64(buf + 32);
         r.payload_len = sophon__get_le64(buf + 40);
     } else {
-        /* Layout 2, or a later one that appended fields: read as layout 2. */
-        r.version = SOPHON_WIRE_V2;
+        /* Layout 2 or 3, or a later one that appended fields: read as layout 3. */
+        r.version = version == SOPHON_WIRE_V2 ? SOPHON_WIRE_V2 : SOPHON_WIRE_V3;
         r.stage = buf[8];
         r.format = buf[9];
         r.flip = buf[10];
@@ -440,7 +445,8 @@ int sophon_response_decode(struct sophon_response *out, const uint8_t **payload,
         if (buf[13] != 0 || buf[14] != 0 || buf[15] != 0)
             return -EINVAL;
     }
-    if (!response_valid(&r) || r.payload_len != len - hdr_len)
+    if (!response_valid(&r) || r.payload_len != len - hdr_len ||
+        (r.version < SOPHON_WIRE_V3 && r.stage != SOPHON_WIRE_PIXELS))
         return -EINVAL;
     *out = r;
     *payload = buf + hdr_len;

@@ -40,11 +40,14 @@ const char *sophon_version_format(char *buf, size_t len, uint32_t packed);
  * class speaks its version and every older one (it answers a request in the request's own
  * layout); a client asks the class's version first (the `version` method) and sends what the
  * class speaks. Version 2 added the resize target and window (the validation transform, any
- * size), the stage the class returns (pixels, or the crop JPEG), and the response's origin.
+ * size), and the fields of the crop stage, which a class of version 2 refuses. Version 3 has
+ * version 2's layouts and is the first a class makes crops in: the crop stage (stage 2) is valid
+ * in layout 3 only, so that a client asks for crops exactly from the classes that make them.
  */
 #define SOPHON_WIRE_V1     1
 #define SOPHON_WIRE_V2     2
-#define SOPHON_WIRE_LATEST SOPHON_WIRE_V2
+#define SOPHON_WIRE_V3     3
+#define SOPHON_WIRE_LATEST SOPHON_WIRE_V3
 
 /*
  * The prep request ("SPHQ"): what the class method `prep` (and the client's local path) runs.
@@ -52,22 +55,24 @@ const char *sophon_version_format(char *buf, size_t len, uint32_t packed);
  * `probe` fail with prep.h's errnos: -EMEDIUMTYPE for a JPEG of a kind sophon does not decode,
  * never -EOPNOTSUPP, which the OSD itself returns for a class or method it does not have.
  *
- * Layout 2 (80 bytes): 0 u32 magic, 4 u16 layout version, 6 u16 header length, 8 u32 box x, y,
- * w, h, 24 u32 resize w, h, 32 u32 window x, y, 40 u32 out w, h, 48 u8 format, 49 u8 flags
- * (bit 0 flip, bit 1 fast, the rest 0), 50 u8 stage (enum sophon_wire_stage), 51 u8 fallback
- * (enum sophon_wire_fallback, 0 for the pixel stage), 52 u32 crop_max_bytes (0 for the pixel
- * stage), 56 f32 mean[3], 68 f32 std[3].
- * Layout 1 (60 bytes): header, 8 u32 box x, y, w, h, 24 u32 out w, h, 32 u8 format, 33 u8 flags,
- * 34 u16 reserved (0), 36 f32 mean[3], 48 f32 std[3]: the box resized to the output, pixels.
+ * Layouts 2 and 3 (80 bytes): 0 u32 magic, 4 u16 layout version, 6 u16 header length, 8 u32 box x,
+ * y, w, h, 24 u32 resize w, h, 32 u32 window x, y, 40 u32 out w, h, 48 u8 format, 49 u8 flags (bit
+ * 0 flip, bit 1 fast, the rest 0), 50 u8 stage (enum sophon_wire_stage), 51 u8 fallback (enum
+ * sophon_wire_fallback, 0 for the pixel stage), 52 u32 crop_max_bytes (0 for the pixel stage), 56
+ * f32 mean[3], 68 f32 std[3]. Layout 1 (60 bytes): header, 8 u32 box x, y, w, h, 24 u32 out w, h,
+ * 32 u8 format, 33 u8 flags, 34 u16 reserved (0), 36 f32 mean[3], 48 f32 std[3]: the box resized to
+ * the output, pixels.
  */
 #define SOPHON_REQUEST_MAGIC  0x51485053u
 #define SOPHON_REQUEST_LEN_V1 60
 #define SOPHON_REQUEST_LEN_V2 80
-#define SOPHON_REQUEST_LEN    SOPHON_REQUEST_LEN_V2 /* the longest: a buffer for any layout */
+#define SOPHON_REQUEST_LEN_V3 80
+#define SOPHON_REQUEST_LEN    SOPHON_REQUEST_LEN_V3 /* the longest: a buffer for any layout */
 
 /*
  * Whether layout `version` can carry request p (which must be valid): layout 1 only the pixels
- * of a box resized to the output (RandomResizedCrop at any size), layout 2 everything. 1 or 0.
+ * of a box resized to the output (RandomResizedCrop at any size), layout 2 the pixels of any
+ * request, layout 3 everything (the crop stage too). 1 or 0.
  */
 int sophon_request_fits(const struct sophon_prep_params *p, uint16_t version);
 
@@ -87,7 +92,7 @@ int sophon_request_encode(uint8_t *out, size_t cap, const struct sophon_prep_par
  * unknown format, flags, stage or fallback, nonzero reserved bits or crop fields for the pixel
  * stage, an empty box, an output side of 0 or over SOPHON_MAX_SIDE, a resize side of 0 or over
  * SOPHON_MAX_RESIZE_SIDE, a window outside the resized box, a mean or std that is not finite or
- * a std of 0, a layout version this build does not know).
+ * a std of 0, the crop stage in a layout before 3, a layout version this build does not know).
  */
 int sophon_request_decode(struct sophon_prep_params *out, uint16_t *version, const uint8_t *buf,
                           size_t len);
@@ -95,22 +100,23 @@ int sophon_request_decode(struct sophon_prep_params *out, uint16_t *version, con
 /*
  * The prep response ("SPHR"): a header, then the payload.
  *
- * Layout 2 (56 bytes): header, 8 u8 stage (1 pixels, 2 crop), 9 u8 format, 10 u8 flip, 11 u8
- * fast, 12 u8 channels (3), 13..15 zero, 16 u32 width, 20 u32 height (pixels: out w, h; crop:
- * the crop JPEG's size), 24 u32 origin x, 28 u32 origin y (crop: its top-left in source pixels,
- * the client runs the request on it with the box moved by minus the origin; pixels: 0), 32 u64
- * cpu ns, 40 u64 source bytes, 48 u64 payload length. A later layout may append fields.
- * Layout 1 (48 bytes): header, 8 u8 format, 9 u8 flags (1 flip, 2 fast), 10 u8 channels, 11 u8
- * reserved, 12 u32 width, 16 u32 height, 20 u32 reserved, 24 u64 cpu ns, 32 u64 source bytes,
- * 40 u64 payload length: pixels only.
+ * Layouts 2 and 3 (56 bytes; layout 2 carries pixels only): header, 8 u8 stage (1 pixels, 2 crop),
+ * 9 u8 format, 10 u8 flip, 11 u8 fast, 12 u8 channels (3), 13..15 zero, 16 u32 width, 20 u32 height
+ * (pixels: out w, h; crop: the crop JPEG's size), 24 u32 origin x, 28 u32 origin y (crop: its
+ * top-left in source pixels, the client runs the request on it with the box moved by minus the
+ * origin; pixels: 0), 32 u64 cpu ns, 40 u64 source bytes, 48 u64 payload length. A later layout may
+ * append fields. Layout 1 (48 bytes): header, 8 u8 format, 9 u8 flags (1 flip, 2 fast), 10 u8
+ * channels, 11 u8 reserved, 12 u32 width, 16 u32 height, 20 u32 reserved, 24 u64 cpu ns, 32 u64
+ * source bytes, 40 u64 payload length: pixels only.
  */
 #define SOPHON_RESPONSE_MAGIC      0x52485053u
 #define SOPHON_RESPONSE_HDR_LEN_V1 48
 #define SOPHON_RESPONSE_HDR_LEN_V2 56
-#define SOPHON_RESPONSE_HDR_LEN    SOPHON_RESPONSE_HDR_LEN_V2 /* the latest layout's */
+#define SOPHON_RESPONSE_HDR_LEN_V3 56
+#define SOPHON_RESPONSE_HDR_LEN    SOPHON_RESPONSE_HDR_LEN_V3 /* the latest layout's */
 
 struct sophon_response {
-    uint16_t version;   /* layout (SOPHON_WIRE_V1 or V2): decoded, or the one to encode */
+    uint16_t version;   /* layout (SOPHON_WIRE_V1..V3): decoded, or the one to encode */
     uint8_t stage;      /* enum sophon_wire_stage of the payload */
     uint8_t format;     /* enum sophon_format of a pixel payload (0 for a crop) */
     uint8_t flip, fast; /* as requested */
@@ -132,7 +138,7 @@ size_t sophon_response_header_len(uint16_t version);
 
 /* Encodes the header only (the payload follows it) in layout r->version. Returns its length,
  * -ERANGE, or -EINVAL if payload_len does not match the geometry, or the layout cannot carry r
- * (layout 1: pixels only, at origin 0). */
+ * (layouts 1 and 2: pixels only, at origin 0). */
 int sophon_response_encode_header(uint8_t *out, size_t cap, const struct sophon_response *r);
 
 /* Decodes a response of any layout; *payload points into buf. Returns 0 or -EINVAL. */

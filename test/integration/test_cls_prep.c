@@ -39,6 +39,7 @@
 
 #include "read_file.h"
 #include "prep_call.h"
+#include "prep_response.h"
 #include "sampler.h"
 #include "wire.h"
 
@@ -155,6 +156,60 @@ static int same_both_ways(struct conn *c, const char *oid, const uint8_t *jpeg, 
         rados_buffer_free(remote);
     }
     return rl;
+}
+
+/* The crop stage in the OSD: crops of RandomResizedCrop boxes, finished here, give the pixel
+ * path's bytes; limits and fallbacks. */
+static void check_crops(struct conn *c, const char *oid, const uint8_t *jpeg, size_t len,
+                        const struct sophon_probe_info *info)
+{
+    static const struct sophon_crop_policy rrc = SOPHON_CROP_POLICY_INIT;
+    size_t crop_bytes = 0, pixel_bytes = 0;
+    for (uint64_t i = 0; i < 12; i++) {
+        struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+        assert_int_equal(sophon_draw_crop(&p, 7, 0, i, info->width, info->height, &rrc), 0);
+        p.format = (uint8_t)(i % 2);
+        size_t n = (size_t)sophon_prep_output_size(&p);
+        uint8_t *want = malloc(n), *got = malloc(n);
+        char err[256] = "";
+        assert_true(want != NULL && got != NULL);
+        assert_int_equal(sophon_prep_run(want, n, jpeg, len, &p, NULL, err, sizeof(err)), 0);
+        p.stage = SOPHON_WIRE_CROP;
+        p.fallback = (uint8_t)(i % 3 == 0 ? SOPHON_FALLBACK_NONE : SOPHON_FALLBACK_PIXELS);
+        assert_int_equal(same_both_ways(c, oid, jpeg, len, &p, NULL), 0);
+        char *resp;
+        size_t resp_len;
+        assert_int_equal(sophon__remote_prep(&resp, &resp_len, c->io, oid, &p, SOPHON_WIRE_V3), 0);
+        struct sophon_response h;
+        const uint8_t *payload;
+        assert_int_equal(sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len), 0);
+        if (h.stage == SOPHON_WIRE_CROP)
+            crop_bytes += resp_len;
+        else
+            pixel_bytes += resp_len;
+        assert_int_equal(sophon_prep_finish(got, n, &h, payload, &p, NULL, err, sizeof(err)), 0);
+        if (memcmp(got, want, n) != 0)
+            fail_msg("%s box %u,%u,%u,%u: the OSD's %s finished here differs from the pixels", oid,
+                     p.box_x, p.box_y, p.box_w, p.box_h,
+                     h.stage == SOPHON_WIRE_CROP ? "crop" : "pixels");
+        /* At most 100 bytes: the pixels with the fallback, -ENOSPC without. */
+        rados_buffer_free(resp);
+        p.crop_max_bytes = 100;
+        int r = sophon__remote_prep(&resp, &resp_len, c->io, oid, &p, SOPHON_WIRE_V3);
+        if (p.fallback == SOPHON_FALLBACK_NONE) {
+            assert_int_equal(r, -ENOSPC);
+        } else {
+            assert_int_equal(r, 0);
+            assert_int_equal(sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len),
+                             0);
+            assert_int_equal(h.stage, SOPHON_WIRE_PIXELS);
+            rados_buffer_free(resp);
+        }
+        free(want);
+        free(got);
+    }
+    printf("  crop stage: 12 boxes, OSD == local == pixels; %zu bytes as crops, %zu as pixels\n",
+           crop_bytes, pixel_bytes);
 }
 
 /* ---- hostile objects ---- */
@@ -304,11 +359,8 @@ static void malformed_requests(void **state)
         }
         int local = sophon_request_decode(&decoded, NULL, req, n);
         if (local == 0 && decoded.stage == SOPHON_WIRE_CROP) {
-            /* A valid crop request: this build's class does not make crops, and says so. */
-            int r = rados_exec(c.io, "requests.jpg", "sophon", "prep", (const char *)req, n, out,
-                               sizeof(out));
-            if (r != -EINVAL)
-                fail_msg("crop request %d: OSD returned %d, want -EINVAL", i, r);
+            /* A valid crop request: the OSD crops as the client would. */
+            same_both_ways(&c, "requests.jpg", jpeg, len, &decoded, NULL);
             crops++;
             continue;
         }
@@ -326,7 +378,7 @@ static void malformed_requests(void **state)
         refused++;
     }
     printf("  %d malformed requests refused with -EINVAL, %d mutations still valid and run, %d "
-           "crop requests refused\n",
+           "crop requests cropped alike\n",
            refused, accepted, crops);
     assert_true(refused > 500);
     /* The OSD lives on. */
@@ -339,7 +391,8 @@ static void malformed_requests(void **state)
 /*
  * The class answers a request in its own layout: layout 1 (a v1 client) gets a layout 1
  * response with the same pixels as layout 2's; the validation transform and other sizes run in
- * the OSD as here; the crop stage is refused by this build with -EINVAL, fallback or not.
+ * the OSD as here; the crop stage (layout 3 only) the same bytes both ways, finished here into
+ * the pixel path's sample.
  */
 static void both_layouts(void **state)
 {
@@ -385,14 +438,12 @@ static void both_layouts(void **state)
     p.format = SOPHON_FORMAT_F32;
     assert_int_equal(same_both_ways(&c, "layouts.jpg", jpeg, len, &p, NULL), 0);
     printf("  validation transforms: OSD == local\n");
-    /* The crop stage, with and without a fallback. */
+    /* The crop stage, with and without a fallback: the OSD's crop, finished here, is the pixel
+     * path's sample; a crop over its limit falls back to the pixels or fails with -ENOSPC; a
+     * class of wire format 2 is never asked for a crop. */
+    check_crops(&c, "layouts.jpg", jpeg, len, &info);
     p.stage = SOPHON_WIRE_CROP;
-    for (int fb = 0; fb < 2; fb++) {
-        p.fallback = (uint8_t)fb;
-        assert_int_equal(sophon__remote_prep(&r1, &n1, c.io, "layouts.jpg", &p, SOPHON_WIRE_V2),
-                         -EINVAL);
-    }
-    printf("  crop stage: -EINVAL (not supported by this build)\n");
+    assert_int_equal(sophon_request_fits(&p, SOPHON_WIRE_V2), 0);
     rados_remove(c.io, "layouts.jpg");
     free(jpeg);
     disconnect(&c);

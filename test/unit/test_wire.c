@@ -112,10 +112,10 @@ static void request_roundtrip(void **state)
     uint16_t version = 0;
 
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &in), SOPHON_REQUEST_LEN);
-    assert_int_equal(SOPHON_REQUEST_LEN, SOPHON_REQUEST_LEN_V2);
+    assert_int_equal(SOPHON_REQUEST_LEN, SOPHON_REQUEST_LEN_V3);
     assert_memory_equal(buf, "SPHQ", 4);
     assert_int_equal(sophon_request_decode(&out, &version, buf, sizeof(buf)), 0);
-    assert_int_equal(version, SOPHON_WIRE_V2);
+    assert_int_equal(version, SOPHON_WIRE_V3);
     assert_int_equal(out.box_x, 10);
     assert_int_equal(out.box_y, 20);
     assert_int_equal(out.box_w, 300);
@@ -137,7 +137,7 @@ static void request_roundtrip(void **state)
     assert_memory_equal(out.std, in.std, sizeof(in.std));
 }
 
-/* The validation geometry and the crop stage's fields, at their offsets of wire_v2.md. */
+/* The validation geometry and the crop stage's fields, at their offsets of wire.h (layout 3). */
 static void request_v2_layout(void **state)
 {
     (void)state;
@@ -150,7 +150,7 @@ static void request_v2_layout(void **state)
     in.crop_max_bytes = 123456;
     in.fast = 1;
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &in), 80);
-    assert_int_equal(sophon__get_le16(buf + 4), 2);
+    assert_int_equal(sophon__get_le16(buf + 4), 3);
     assert_int_equal(sophon__get_le16(buf + 6), 80);
     assert_int_equal(sophon__get_le32(buf + 16), 500);         /* box w */
     assert_int_equal(sophon__get_le32(buf + 24), 341);         /* resize w = int(256 * 500 / 375) */
@@ -172,15 +172,23 @@ static void request_v2_layout(void **state)
     assert_int_equal(out.stage, SOPHON_WIRE_CROP);
     assert_int_equal(out.fallback, SOPHON_FALLBACK_PIXELS);
     assert_int_equal(out.crop_max_bytes, 123456);
-    /* Layout 1 carries neither. */
+    /* Layout 1 carries neither, layout 2 not the crop stage: a class of wire version 2 does not
+     * make crops, and one of version 3 refuses a crop asked for in layout 2. */
     assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 0);
     assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &in, SOPHON_WIRE_V1), -EINVAL);
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V2), 0);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &in, SOPHON_WIRE_V2), -EINVAL);
+    sophon__put_le16(buf + 4, 2);
+    assert_int_equal(sophon_request_decode(&out, NULL, buf, sizeof(buf)), -EINVAL);
     in.stage = SOPHON_WIRE_PIXELS;
     in.fallback = SOPHON_FALLBACK_NONE;
     in.crop_max_bytes = 0;
     assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V1), 0);
     assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V2), 1);
-    assert_int_equal(sophon_request_fits(&in, 3), 0);
+    assert_int_equal(sophon_request_fits(&in, SOPHON_WIRE_V3), 1);
+    assert_int_equal(sophon_request_fits(&in, 4), 0);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &in, SOPHON_WIRE_V2), 80);
+    assert_int_equal(sophon_request_decode(&out, NULL, buf, sizeof(buf)), 0);
 }
 
 /* Layout 1, as a v1 client sends it and a v1 class takes it: any output size, pixels. */
@@ -260,7 +268,7 @@ static void request_decode_refuses_malformed(void **state)
     static const struct bad_field v2[] = {
         {"magic", 0, 1, 'X'},
         {"layout version 0", 4, 2, 0},
-        {"layout version 3", 4, 2, 3},
+        {"layout version 4", 4, 2, 4},
         {"layout version 1 at length 80", 4, 2, 1},
         {"header length", 6, 2, 79},
         {"box w 0", 16, 4, 0},
@@ -301,14 +309,14 @@ static void request_decode_refuses_malformed(void **state)
     uint8_t good[SOPHON_REQUEST_LEN];
 
     assert_int_equal(sophon_prep_set_val(&in, 500, 375, 256, 224), 0);
-    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V2);
-    refuse_each(v2, sizeof(v2) / sizeof(v2[0]), good, SOPHON_REQUEST_LEN_V2);
+    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V3);
+    refuse_each(v2, sizeof(v2) / sizeof(v2[0]), good, SOPHON_REQUEST_LEN_V3);
     /* A crop with an unknown fallback. */
     in.stage = SOPHON_WIRE_CROP;
-    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V2);
+    assert_int_equal(sophon_request_encode(good, sizeof(good), &in), SOPHON_REQUEST_LEN_V3);
     {
         static const struct bad_field crop[] = {{"fallback 2", 51, 1, 2}};
-        refuse_each(crop, 1, good, SOPHON_REQUEST_LEN_V2);
+        refuse_each(crop, 1, good, SOPHON_REQUEST_LEN_V3);
     }
     in = sample_params();
     assert_int_equal(sophon_request_encode_as(good, sizeof(good), &in, SOPHON_WIRE_V1),
@@ -324,7 +332,7 @@ static void request_encode_refuses_invalid(void **state)
 
     assert_int_equal(sophon_request_encode(buf, sizeof(buf) - 1, &p), -ERANGE);
     assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &p, 0), -EINVAL);
-    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &p, 3), -EINVAL);
+    assert_int_equal(sophon_request_encode_as(buf, sizeof(buf), &p, 4), -EINVAL);
     p.std[1] = 0.0f;
     assert_int_equal(sophon_request_encode(buf, sizeof(buf), &p), -EINVAL);
     p = sample_params();
@@ -358,9 +366,9 @@ static struct sophon_response pixels(uint16_t version)
 static void response_roundtrip(void **state)
 {
     (void)state;
-    static const uint16_t versions[] = {SOPHON_WIRE_V1, SOPHON_WIRE_V2};
+    static const uint16_t versions[] = {SOPHON_WIRE_V1, SOPHON_WIRE_V2, SOPHON_WIRE_V3};
 
-    for (size_t v = 0; v < 2; v++) {
+    for (size_t v = 0; v < 3; v++) {
         struct sophon_response in = pixels(versions[v]), out;
         size_t hdr = sophon_response_header_len(versions[v]);
         uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 96];
@@ -391,11 +399,12 @@ static void response_roundtrip(void **state)
     }
 }
 
-/* Layout 2's fields at wire_v2.md's offsets; a crop (the crop stage's answer) only there. */
+/* Layout 3's fields at wire.h's offsets (layout 2's too); a crop (the crop stage's answer) only
+ * in layout 3. */
 static void response_v2_layout(void **state)
 {
     (void)state;
-    struct sophon_response in = pixels(SOPHON_WIRE_V2), out;
+    struct sophon_response in = pixels(SOPHON_WIRE_V3), out;
     uint8_t buf[SOPHON_RESPONSE_HDR_LEN + 24] = {0};
     const uint8_t *payload;
 
@@ -414,7 +423,7 @@ static void response_v2_layout(void **state)
     in.origin_x = 8;
     assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
     /* A crop: a JPEG of any length, its size and its place in the source. */
-    in = (struct sophon_response){.version = SOPHON_WIRE_V2,
+    in = (struct sophon_response){.version = SOPHON_WIRE_V3,
                                   .stage = SOPHON_WIRE_CROP,
                                   .channels = 3,
                                   .width = 48,
@@ -431,21 +440,28 @@ static void response_v2_layout(void **state)
     assert_int_equal(out.origin_y, 64);
     in.version = SOPHON_WIRE_V1;
     assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
-    /* Reserved bytes and unknown stages are refused. */
     in.version = SOPHON_WIRE_V2;
+    assert_int_equal(sophon_response_encode_header(buf, sizeof(buf), &in), -EINVAL);
+    /* A crop in a layout 2 response is refused too. */
+    in.version = SOPHON_WIRE_V3;
+    sophon_response_encode_header(buf, sizeof(buf), &in);
+    sophon__put_le16(buf + 4, 2);
+    assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
+    /* Reserved bytes and unknown stages are refused. */
+    in.version = SOPHON_WIRE_V3;
     sophon_response_encode_header(buf, sizeof(buf), &in);
     buf[14] = 1;
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
     buf[14] = 0;
     buf[8] = 3;
     assert_int_equal(sophon_response_decode(&out, &payload, buf, sizeof(buf)), -EINVAL);
-    /* A later layout that appends fields is read as layout 2. */
+    /* A later layout that appends fields is read as layout 3. */
     {
         uint8_t longer[SOPHON_RESPONSE_HDR_LEN + 8 + 24] = {0};
 
-        in = pixels(SOPHON_WIRE_V2);
+        in = pixels(SOPHON_WIRE_V3);
         sophon_response_encode_header(longer, sizeof(longer), &in);
-        sophon__put_le16(longer + 4, 3);
+        sophon__put_le16(longer + 4, 4);
         sophon__put_le16(longer + 6, SOPHON_RESPONSE_HDR_LEN + 8);
         assert_int_equal(sophon_response_decode(&out, &payload, longer, sizeof(longer)), 0);
         assert_ptr_equal(payload, longer + SOPHON_RESPONSE_HDR_LEN + 8);
