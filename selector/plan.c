@@ -51,7 +51,7 @@ static int stage_valid(const struct sophon_record *rec, const struct sophon_budg
 {
     if (s < 0 || s >= S)
         return 0;
-    if (b->final_format == SOPHON_FINAL_U8 && s > SOPHON_STAGE_U8)
+    if (b->final_format == SOPHON_FINAL_U8 && s == SOPHON_STAGE_F32)
         return 0;
     return s == SOPHON_STAGE_STORED || rec->stage[s].bytes > 0;
 }
@@ -199,14 +199,15 @@ static int static_stage(const struct sophon_budget *b, int policy)
     }
 }
 
-/* Per object, the valid stage of fewest bytes (ties: the lower stage); CPU is ignored. When
- * offloaded_only, STORED is excluded: that is the paper's "offloaded choice". */
-static int fewest_bytes(const struct sophon_record *rec, const struct sophon_budget *b,
-                        int offloaded_only)
+/* Per object, the valid stage of fewest bytes (ties: the lower index); CPU is ignored. When
+ * paper, only the paper's offloaded stages (U8 and F32, not STORED nor CROP): that is its
+ * "offloaded choice". */
+static int fewest_bytes(const struct sophon_record *rec, const struct sophon_budget *b, int paper)
 {
     int best = -1;
-    for (int s = offloaded_only ? 1 : 0; s < S; s++)
-        if (stage_valid(rec, b, s) && (best < 0 || rec->stage[s].bytes < rec->stage[best].bytes))
+    for (int s = paper ? 1 : 0; s < S; s++)
+        if ((!paper || s != SOPHON_STAGE_CROP) && stage_valid(rec, b, s) &&
+            (best < 0 || rec->stage[s].bytes < rec->stage[best].bytes))
             best = s;
     return best;
 }

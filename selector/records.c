@@ -15,11 +15,85 @@ struct sophon_records {
     size_t n, cap;
 };
 
-static const char *const stage_names[SOPHON_STAGE_COUNT] = {"stored", "u8", "f32"};
+static const char *const stage_names[SOPHON_STAGE_COUNT] = {"stored", "u8", "f32", "crop"};
 
 const char *sophon_stage_name(int stage)
 {
     return sophon__name_of(stage_names, SOPHON_STAGE_COUNT, stage, "unknown");
+}
+
+int sophon_stage_from_name(const char *name)
+{
+    for (int s = 0; name != NULL && s < SOPHON_STAGE_COUNT; s++)
+        if (strcmp(name, stage_names[s]) == 0)
+            return s;
+    return -1;
+}
+
+int sophon_stages_parse(unsigned *out, const char *list, char *err, size_t errlen)
+{
+    unsigned set = 1u << SOPHON_STAGE_STORED;
+    const char *p = list;
+    if (out == NULL || list == NULL)
+        return -EINVAL;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char name[16];
+        int s = -1;
+        if (n > 0 && n < sizeof(name)) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            s = sophon_stage_from_name(name);
+        }
+        if (s < 0) {
+            sophon__seterr(err, errlen, "unknown stage '%.*s' (stages: stored, crop, u8, f32)",
+                           (int)(n < 40 ? n : 40), p);
+            return -EINVAL;
+        }
+        set |= 1u << s;
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    *out = set;
+    return 0;
+}
+
+int sophon_records_restrict(sophon_records *set, unsigned stages)
+{
+    if (!set)
+        return -EINVAL;
+    for (size_t i = 0; i < set->n; i++)
+        for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
+            if (s != SOPHON_STAGE_STORED && !(stages & (1u << s)))
+                set->rec[i].stage[s] = (struct sophon_stage_cost){0};
+    return 0;
+}
+
+int sophon_records_set_crop_bytes(sophon_records *set, size_t i, uint64_t bytes)
+{
+    if (!set || i >= set->n || bytes == 0)
+        return -EINVAL;
+    if (set->rec[i].stage[SOPHON_STAGE_CROP].bytes == 0)
+        return -ENOENT;
+    set->rec[i].stage[SOPHON_STAGE_CROP].bytes = bytes;
+    return 0;
+}
+
+int sophon_records_copy(sophon_records **out, const sophon_records *set)
+{
+    sophon_records *c = NULL;
+    if (!out || !set)
+        return -EINVAL;
+    int rc = sophon_records_new(&c);
+    for (size_t i = 0; rc == 0 && i < set->n; i++)
+        rc = sophon_records_add(c, &set->rec[i]);
+    if (rc < 0) {
+        sophon_records_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
 }
 
 int sophon_records_new(sophon_records **out)
@@ -328,7 +402,8 @@ static int parse_header(char *line, int *map, char *err, size_t errlen)
         sophon__seterr(err, errlen, "line 1: header: %s", why);
         return -EBADMSG;
     }
-    if (n != COL_COUNT) {
+    /* An index written before the crop stage has no crop_* columns. */
+    if (n != COL_COUNT && n != COL_COUNT - 3) {
         sophon__seterr(err, errlen, "line 1: header has %d columns, expected %d", n, COL_COUNT);
         return -EBADMSG;
     }
@@ -349,7 +424,14 @@ static int parse_header(char *line, int *map, char *err, size_t errlen)
         }
         map[i] = c;
     }
-    return 0;
+    if (n == COL_COUNT - 3)
+        for (int c = COL_FIXED + 3 * SOPHON_STAGE_CROP; c < COL_FIXED + 3 * SOPHON_STAGE_CROP + 3;
+             c++)
+            if (seen[c]) {
+                sophon__seterr(err, errlen, "line 1: some crop_* columns but not all three");
+                return -EBADMSG;
+            }
+    return n;
 }
 
 /* A decimal of at most max into a narrower field, written only when the whole field parsed. */
@@ -371,14 +453,15 @@ static int parse_u8(const char *s, uint8_t max, uint8_t *out)
     return rc;
 }
 
-static int parse_row(char *line, const int *map, struct sophon_record *r, const char **why)
+static int parse_row(char *line, const int *map, int ncols, struct sophon_record *r,
+                     const char **why)
 {
     char *field[COL_COUNT + 1];
 
     int n = split_csv(line, field, COL_COUNT + 1, why);
     if (n < 0)
         return -1;
-    if (n != COL_COUNT) {
+    if (n != ncols) {
         *why = "wrong number of fields";
         return -1;
     }
@@ -462,6 +545,7 @@ int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t err
     rc = parse_header(line, map, err, errlen);
     if (rc < 0)
         goto done;
+    int ncols = rc;
     for (;;) {
         struct sophon_record r;
         const char *why = NULL;
@@ -469,7 +553,7 @@ int sophon_records_read_csv(sophon_records **out, FILE *f, char *err, size_t err
             break;
         lineno++;
         sophon__chomp(line);
-        int prc = parse_row(line, map, &r, &why);
+        int prc = parse_row(line, map, ncols, &r, &why);
         if (prc < -1) {
             col_name(colbuf, sizeof(colbuf), map[-prc - 2]);
             sophon__seterr(err, errlen, "line %zu: %s in column %s", lineno, why, colbuf);

@@ -5,12 +5,16 @@
  * (one per object), describes the machines it trains on (a budget) and asks for a plan: for each
  * object, the stage at which the OSD stops the pipeline and hands the sample to the network.
  *
- * Stages form a ladder; the OSD runs a prefix of the pipeline and the client the rest:
+ * Stages: the OSD runs a prefix of the pipeline and the client the rest:
  *     STORED  the OSD reads the object and sends it as stored (no OSD CPU);
+ *     CROP    the OSD cuts the blocks the sample's box needs into a small JPEG (a lossless crop,
+ *             no pixel decoded) and the client decodes that: its bytes depend on the box, so a
+ *             record holds the expectation over the transform's boxes and the loader each
+ *             epoch's figure (sophon_records_set_crop_bytes);
  *     U8      the OSD decodes, crops, resizes and flips: 224x224x3 bytes + the response header;
  *     F32     the OSD also normalizes: a 3x224x224 float tensor + the response header.
- * The list is open: stages are indexed by enum sophon_stage up to SOPHON_STAGE_COUNT, in ladder
- * order (a later stage is further down the pipeline), and every array over stages uses it.
+ * The list is open: stages are indexed by enum sophon_stage up to SOPHON_STAGE_COUNT, and every
+ * array over stages uses it. The index is not the ladder's order: CROP came last.
  *
  * A model of an epoch (DESIGN.md, "Records and the decision"), for a plan choosing stage s_i:
  *     net     = sum_i bytes(i, s_i) / bandwidth
@@ -37,13 +41,17 @@
 extern "C" {
 #endif
 
-/* Where the OSD stops the pipeline, in ladder order. */
+/* Where the OSD stops the pipeline. */
 enum sophon_stage {
     SOPHON_STAGE_STORED = 0, /* the object as stored */
     SOPHON_STAGE_U8 = 1,     /* resized 224x224x3 u8 sample */
     SOPHON_STAGE_F32 = 2,    /* normalized float32 tensor */
+    SOPHON_STAGE_CROP = 3,   /* the lossless crop JPEG of the sample's box */
     SOPHON_STAGE_COUNT
 };
+
+/* A set of stages, bit 1 << stage each (sophon_records_restrict). */
+#define SOPHON_STAGES_ALL ((1u << SOPHON_STAGE_COUNT) - 1u)
 
 /*
  * Bytes on the wire of the OSD's stages: the payload of a side x side sample and the response
@@ -93,8 +101,18 @@ struct sophon_record {
     struct sophon_stage_cost stage[SOPHON_STAGE_COUNT];
 };
 
-/* Static name of a stage ("stored", "u8", "f32"), "unknown" when out of range. */
+/* Static name of a stage ("stored", "u8", "f32", "crop"), "unknown" when out of range. */
 const char *sophon_stage_name(int stage);
+
+/* The stage named name, or -1. */
+int sophon_stage_from_name(const char *name);
+
+/*
+ * Parses a comma-separated list of stage names ("stored,crop,u8") into a set of stages in *out
+ * (STORED is always in it: an object can always be read as stored). Returns 0 or -EINVAL (an
+ * unknown or empty name, with a message in err).
+ */
+int sophon_stages_parse(unsigned *out, const char *list, char *err, size_t errlen);
 
 /* ---- record sets ---------------------------------------------------------------------------- */
 
@@ -131,6 +149,22 @@ int sophon_records_set_side(sophon_records *set, uint32_t side);
  */
 long sophon_records_limit_pixels(sophon_records *set, uint64_t max_pixels);
 
+/*
+ * Makes every stage not in `stages` (a set of 1 << stage bits; STORED always stays) unavailable
+ * (bytes 0) in every record: `sophon load --stages`. Returns 0, or -EINVAL for a NULL set.
+ */
+int sophon_records_restrict(sophon_records *set, unsigned stages);
+
+/*
+ * Sets record i's CROP bytes (where it offers the stage) to `bytes`: the loader's figure for the
+ * box of this epoch's sample. Returns 0, -EINVAL (NULL, i out of range, bytes 0), or -ENOENT when
+ * the record does not offer the crop stage.
+ */
+int sophon_records_set_crop_bytes(sophon_records *set, size_t i, uint64_t bytes);
+
+/* A copy of set in *out (free with sophon_records_free). Returns 0, -EINVAL, -ENOMEM. */
+int sophon_records_copy(sophon_records **out, const sophon_records *set);
+
 /* Number of records (0 for NULL). */
 size_t sophon_records_count(const sophon_records *set);
 
@@ -142,9 +176,10 @@ const struct sophon_record *sophon_records_get(const sophon_records *set, size_t
  *     name,stored_bytes,width,height,components,subsampling,progressive,
  *     stored_net_bytes,stored_storage_cpu_s,stored_client_cpu_s,u8_net_bytes,...,f32_client_cpu_s
  * (per stage: <stage>_net_bytes, <stage>_storage_cpu_s, <stage>_client_cpu_s). Columns may come in
- * any order but each must appear exactly once. Names holding a comma, a quote or leading or
- * trailing blanks are quoted ("a,b" and "say ""hi"""); subsampling is written by name ("420").
- * CPU times are written with 17 significant digits, so a round trip is exact.
+ * any order but each must appear exactly once; the crop_* columns may be missing all three (an
+ * index written before the crop stage), and the stage is then unavailable. Names holding a comma, a
+ * quote or leading or trailing blanks are quoted ("a,b" and "say ""hi"""); subsampling is written
+ * by name ("420"). CPU times are written with 17 significant digits, so a round trip is exact.
  */
 int sophon_records_write_csv(const sophon_records *set, FILE *f);
 
@@ -174,13 +209,22 @@ struct sophon_cost_model {
 };
 
 #define SOPHON_COST_MODEL_VERSION 1
+
+/* The area model of the crop stage where nothing was measured: the expected share of the image
+ * a RandomResizedCrop box's crop holds (boxes, their iMCU alignment and margins, on photos of
+ * the corpus), and the OSD CPU of a crop as a share of the u8 decode of the same box. */
+#define SOPHON_SEL_CROP_SHARE 0.45
+#define SOPHON_SEL_CROP_OSD   0.5
 extern const struct sophon_cost_model sophon_cost_model_default;
 
 /*
  * Fills rec->stage[] from rec's stored_bytes, width, height, progressive and subsampling with
  * model (NULL = sophon_cost_model_default): STORED = (stored bytes, 0 OSD CPU, decode + normalize
  * on the client), U8 = (SOPHON_SEL_U8_BYTES, decode, normalize), F32 = (SOPHON_SEL_F32_BYTES,
- * decode + normalize, 0). Returns 0 or -EINVAL.
+ * decode + normalize, 0), CROP = (the area model: the header and the stored bytes times
+ * SOPHON_SEL_CROP_SHARE, the crop's expected share of the image; SOPHON_SEL_CROP_OSD of the
+ * decode on the OSD; the decode of that share and the normalization on the client).
+ * Returns 0 or -EINVAL.
  */
 int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_model *model);
 

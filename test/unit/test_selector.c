@@ -308,6 +308,11 @@ static void openimages_ample_storage_sends_oracle_bytes(void **state)
     (void)state;
     sophon_records *set = openimages();
     assert_non_null(set);
+    /* The paper's stages: without the crop stage. */
+    assert_int_equal(sophon_records_restrict(set, (1u << SOPHON_STAGE_STORED) |
+                                                      (1u << SOPHON_STAGE_U8) |
+                                                      (1u << SOPHON_STAGE_F32)),
+                     0);
     struct sophon_budget b = SOPHON_BUDGET_INIT;
     b.bandwidth_Bps = 500e6 / 8;
     b.storage_cores = 1e6; /* ample */
