@@ -419,6 +419,23 @@ int cli_prep_option(const struct cli *c, struct cli_prep *o, int opt, const char
     case CLI_OPT_FAST:
         o->p.fast = 1;
         return 1;
+    case CLI_OPT_STAGE:
+        if (strcmp(arg, "pixels") == 0) {
+            o->p.stage = SOPHON_WIRE_PIXELS;
+            o->p.fallback = SOPHON_FALLBACK_NONE;
+        } else if (strcmp(arg, "crop") == 0 || strcmp(arg, "crop,pixels") == 0) {
+            o->p.stage = SOPHON_WIRE_CROP;
+            o->p.fallback = arg[4] == ',' ? SOPHON_FALLBACK_PIXELS : SOPHON_FALLBACK_NONE;
+        } else {
+            cli_error(c, "--stage %s: want pixels, crop or crop,pixels", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_CROP_MAX:
+        if (cli_parse_range(c, "--crop-max", arg, 1, UINT32_MAX, &v[0]) < 0)
+            return -1;
+        o->p.crop_max_bytes = (uint32_t)v[0];
+        return 1;
     case CLI_OPT_TRANSFORM: {
         int t = cli_parse_transform(c, arg);
         if (t < 0)
@@ -495,6 +512,10 @@ static int finish_val(const struct cli *c, struct cli_prep *o, uint32_t width, u
 
 int cli_prep_finish(const struct cli *c, struct cli_prep *o, uint32_t width, uint32_t height)
 {
+    if (o->p.crop_max_bytes != 0 && o->p.stage != SOPHON_WIRE_CROP) {
+        cli_error(c, "--crop-max is for --stage crop or crop,pixels");
+        return -1;
+    }
     if (o->transform == SOPHON_TRANSFORM_VAL)
         return finish_val(c, o, width, height);
     if (o->have_box == o->have_seed) {

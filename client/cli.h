@@ -150,6 +150,8 @@ enum {
     CLI_OPT_RATIO,
     CLI_OPT_MEAN,
     CLI_OPT_STD,
+    CLI_OPT_STAGE,
+    CLI_OPT_CROP_MAX,
     CLI_OPT_FIRST_CMD,
 };
 /* clang-format off */
@@ -168,6 +170,8 @@ enum {
     {"ratio", required_argument, NULL, CLI_OPT_RATIO},                                             \
     {"mean", required_argument, NULL, CLI_OPT_MEAN},                                               \
     {"std", required_argument, NULL, CLI_OPT_STD},                                                 \
+    {"stage", required_argument, NULL, CLI_OPT_STAGE},                                             \
+    {"crop-max", required_argument, NULL, CLI_OPT_CROP_MAX},                                       \
     {"output", required_argument, NULL, 'o'}
 /* clang-format on */
 
@@ -188,7 +192,12 @@ enum {
     "      --mean a,b,c    f32: Normalize's mean (default ImageNet's 0.485,0.456,0.406)\n"         \
     "      --std a,b,c     f32: Normalize's std (default 0.229,0.224,0.225)\n"                     \
     "      --fast          fast mode: DCT-domain scaling and fast IDCT (not exact)\n"              \
-    "  -o, --output OUT    write the output: OUT.ppm or OUT.png as an image, else raw bytes\n"
+    "      --stage S       pixels (the default); crop: the lossless crop JPEG of the blocks the\n" \
+    "                      box needs (no pixel decoded; -o box.jpg writes it); crop,pixels: the\n" \
+    "                      crop, or the pixels where they are smaller or the crop is not exact\n"  \
+    "      --crop-max N    crop: at most N bytes (else the pixels with crop,pixels, or ENOSPC)\n"  \
+    "  -o, --output OUT    write the output: OUT.ppm or OUT.png as an image, a crop as its\n"      \
+    "                      JPEG, else raw bytes\n"
 
 void cli_prep_init(struct cli_prep *o);
 /* Handles a request option: 1 handled, 0 not one, -1 invalid (after printing why). */

@@ -50,7 +50,10 @@ static const char usage[] =
     "      --backoff-ms MS     first retry's delay, doubled each time (default 100)\n"
     "      --op-timeout S      librados operation timeout in seconds (default 30)\n"
     "      --no-adapt          plan every epoch from the profile, not from measured CPU "
-    "times\n\n" CLI_COMMON_HELP;
+    "times\n"
+    "      --stages LIST       the stages the plan may choose, of stored, crop, u8, f32 (default\n"
+    "                          all; stored,u8 is sophon before the lossless crop "
+    "stage)\n\n" CLI_COMMON_HELP;
 
 static double process_cpu_s(void)
 {
@@ -143,6 +146,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     for (int s = 0; s < SOPHON_LOADER_STAGE_COUNT; s++)
         printf("%s %s %.2f MB (%llu)", s ? "," : "", sophon_stage_name(s),
                (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
+    printf(", %s %.2f MB (%llu)", sophon_stage_name(SOPHON_LOADER_STAGE_CROP),
+           (double)st->crop_bytes / 1e6, (unsigned long long)st->crop_samples);
     printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu (%llu "
            "declined by busy OSDs)%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
@@ -165,12 +170,15 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
-           "osd_cpu=%.3f declined=%llu model_s=%.3f\n",
+           "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
+           "predicted_crop=%llu\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
            (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
-           (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s);
+           (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s,
+           (unsigned long long)st->crop_bytes, (unsigned long long)st->crop_samples,
+           (unsigned long long)st->predicted_crop_bytes);
 }
 
 enum {
@@ -200,6 +208,7 @@ enum {
     OPT_RATIO,
     OPT_MEAN,
     OPT_STD,
+    OPT_STAGES,
 };
 
 static const struct option longopts[] = {
@@ -230,6 +239,7 @@ static const struct option longopts[] = {
     {"ratio", required_argument, NULL, OPT_RATIO},
     {"mean", required_argument, NULL, OPT_MEAN},
     {"std", required_argument, NULL, OPT_STD},
+    {"stages", required_argument, NULL, OPT_STAGES},
     {NULL, 0, NULL, 0},
 };
 
@@ -323,6 +333,16 @@ static int load_option(void *arg_, int opt, const char *arg)
     case OPT_NO_ADAPT:
         o->no_adapt = 1;
         return 1;
+    case OPT_STAGES: {
+        char err[128];
+        unsigned set;
+        if (sophon_stages_parse(&set, arg, err, sizeof(err)) < 0) {
+            cli_error(c, "--stages %s: %s", arg, err);
+            return -1;
+        }
+        o->stages = arg;
+        return 1;
+    }
     case OPT_TRANSFORM:
         r = f = cli_parse_transform(c, arg);
         if (f >= 0)

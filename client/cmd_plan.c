@@ -34,6 +34,10 @@ static const char usage[] =
     "                          the CPU costs stay the records'\n"
     "      --policy P          none, all, resize, sophon, selective (default), oracle\n"
     "      --compare           every policy (the default when --policy is not given)\n"
+    "      --stages LIST       the stages the plan may choose, of stored, crop, u8, f32 (default\n"
+    "                          all; stored,u8 is sophon before the lossless crop stage). The\n"
+    "                          crop's bytes of records that were not measured (the OpenImages\n"
+    "                          profile) are modelled: stored bytes x the crop's expected share\n"
     "      --out FILE.csv      the chosen policy's plan: object name and stage per "
     "line\n\n" CLI_COMMON_HELP;
 
@@ -67,6 +71,10 @@ static int read_records(const struct cli *c, const char *path, sophon_records **
         cli_error(c, "%s: %s", path, err[0] ? err : strerror(-r));
         return -1;
     }
+    if (strncmp(head, "index;raw", 9) == 0)
+        printf("the SOPHON paper's OpenImages profile: sizes measured, CPU costs and the crop "
+               "stage's bytes modelled (crop = %.2f x stored bytes)\n",
+               SOPHON_SEL_CROP_SHARE);
     return 0;
 }
 
@@ -83,6 +91,7 @@ enum {
     OPT_COMPARE,
     OPT_OUT,
     OPT_SIZE,
+    OPT_STAGES,
 };
 
 static const struct option longopts[] = {
@@ -99,6 +108,7 @@ static const struct option longopts[] = {
     {"compare", no_argument, NULL, OPT_COMPARE},
     {"out", required_argument, NULL, OPT_OUT},
     {"size", required_argument, NULL, OPT_SIZE},
+    {"stages", required_argument, NULL, OPT_STAGES},
     {NULL, 0, NULL, 0},
 };
 
@@ -111,6 +121,7 @@ struct plan_args {
     int policy, compare; /* policy -1: not given */
     double speed;        /* --storage-speed, 0: not given */
     uint64_t size;       /* --size, 0: not given */
+    unsigned stages;     /* --stages, selector.h's bits */
 };
 
 /* One option of sophon plan's own: 1 handled, 0 not one of them, -1 invalid (said why). */
@@ -159,6 +170,14 @@ static int plan_option(void *arg_, int opt, const char *arg)
     case OPT_COMPARE:
         a->compare = 1;
         return 1;
+    case OPT_STAGES: {
+        char err[128];
+        if (sophon_stages_parse(&a->stages, arg, err, sizeof(err)) < 0) {
+            cli_error(c, "--stages %s: %s", arg, err);
+            return -1;
+        }
+        return 1;
+    }
     case OPT_OUT:
         a->out_path = arg;
         return 1;
@@ -175,6 +194,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
     a->c.prog = "sophon plan";
     a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
     a->policy = -1;
+    a->stages = SOPHON_STAGES_ALL;
     if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, plan_option, a, code) < 0)
         return -1;
     if (optind != argc || (a->c.pool == NULL) == (a->records == NULL)) {
@@ -224,6 +244,7 @@ static int load_records(struct plan_args *a, sophon_records **set)
         a->budget.storage_speed = a->speed;
     if (a->size > 0)
         sophon_records_set_side(*set, (uint32_t)a->size);
+    sophon_records_restrict(*set, a->stages);
     /* A dataset of this cluster is planned as the loader plans it: images its OSDs refuse for
      * their size stay stored. A records file (the paper's profile, another cluster's records) is
      * planned as it is. */

@@ -16,13 +16,15 @@
 
 static const char prep_usage[] =
     "Usage: sophon prep FILE (--box X,Y,W,H | --seed S | --transform val) [--size N|WxH]\n"
-    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [-o OUT] [options]\n"
+    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [--stage S] [-o OUT]\n"
+    "                   [options]\n"
     "Decodes, crops, resizes and flips a JPEG file here, as the OSD class would (no cluster\n"
     "needed), and prints what it took.\n\n" CLI_PREP_HELP;
 
 static const char exec_usage[] =
     "Usage: sophon exec -p POOL OBJ (--box X,Y,W,H | --seed S | --transform val) [--size N|WxH]\n"
-    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [-o OUT] [--local]\n"
+    "                   [--resize N] [--flip] [--format u8|f32] [--fast] [--stage S] [-o OUT]\n"
+    "                   [--local]\n"
     "Runs the prep request in the OSD holding OBJ and prints the bytes stored, the bytes\n"
     "returned and the OSD's CPU time. --local reads the object and runs the same request here\n"
     "instead; the output is byte-identical. A request the class's wire format cannot carry (the\n"
@@ -55,6 +57,12 @@ static const char *prep_errno_hint(int err)
                "as Pillow neither";
     case ENOMEM:
         return "out of memory";
+    case ENOSPC:
+        return "the crop is larger than --crop-max, the stored object or the pixels allow: "
+               "--stage crop,pixels returns the pixels then";
+    case EDOM:
+        return "no crop of this JPEG decodes to the same pixels (a progressive file whose scans "
+               "leave coefficients unknown): --stage crop,pixels returns the pixels then";
     default:
         return strerror(-err);
     }
@@ -79,9 +87,17 @@ static void print_result(const char *name, const struct sophon_response *h, size
     if (p->resize_w != 0)
         snprintf(resized, sizeof(resized), " resized to %ux%u, window at %u,%u", p->resize_w,
                  p->resize_h, p->win_x, p->win_y);
-    printf("%s: box %u,%u,%u,%u%s%s -> %ux%u %s%s\n", name, p->box_x, p->box_y, p->box_w, p->box_h,
-           resized, p->flip ? " flipped" : "", h->width, h->height, sophon_format_name(h->format),
-           h->fast ? " (fast)" : "");
+    if (h->stage == SOPHON_WIRE_CROP)
+        printf("%s: box %u,%u,%u,%u -> crop JPEG %ux%u at %u,%u (the box at %u,%u in it)\n", name,
+               p->box_x, p->box_y, p->box_w, p->box_h, h->width, h->height, h->origin_x,
+               h->origin_y, p->box_x - h->origin_x, p->box_y - h->origin_y);
+    else
+        printf("%s: box %u,%u,%u,%u%s%s -> %ux%u %s%s%s\n", name, p->box_x, p->box_y, p->box_w,
+               p->box_h, resized, p->flip ? " flipped" : "", h->width, h->height,
+               sophon_format_name(h->format), h->fast ? " (fast)" : "",
+               p->stage == SOPHON_WIRE_CROP ? " (pixels: smaller than the crop, or the crop not "
+                                              "exact)"
+                                            : "");
     printf("  stored %llu bytes, returned %zu bytes (%.2fx), %s CPU %.3f ms\n",
            (unsigned long long)h->source_bytes, resp_len,
            h->source_bytes > 0 ? (double)resp_len / (double)h->source_bytes : 0.0, where,
@@ -94,6 +110,17 @@ static int save(const struct cli *c, const struct cli_prep *o, const struct soph
     char err[256];
     if (o->output == NULL)
         return 0;
+    if (h->stage == SOPHON_WIRE_CROP) {
+        FILE *f = fopen(o->output, "wb");
+        int ok = f != NULL && fwrite(payload, 1, h->payload_len, f) == h->payload_len;
+        if (f != NULL && fclose(f) != 0)
+            ok = 0;
+        if (!ok) {
+            cli_error(c, "cannot write %s: %s", o->output, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     if (sophon__write_output(o->output, h, payload, &o->p, err, sizeof(err)) < 0) {
         cli_error(c, "%s", err);
         return -1;

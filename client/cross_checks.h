@@ -33,7 +33,9 @@ _Static_assert(SOPHON_SEL_SIDE == SOPHON_LOADER_SIDE,
 _Static_assert(SOPHON_LOADER_STAGE_STORED == (int)SOPHON_STAGE_STORED &&
                    SOPHON_LOADER_STAGE_U8 == (int)SOPHON_STAGE_U8 &&
                    SOPHON_LOADER_STAGE_F32 == (int)SOPHON_STAGE_F32 &&
-                   SOPHON_LOADER_STAGE_COUNT == (int)SOPHON_STAGE_COUNT,
+                   SOPHON_LOADER_STAGE_CROP == (int)SOPHON_STAGE_CROP &&
+                   SOPHON_LOADER_STAGE_COUNT == (int)SOPHON_STAGE_CROP &&
+                   SOPHON_STAGE_CROP + 1 == SOPHON_STAGE_COUNT,
                "sophon.h's loader stages are the selector's stages");
 
 #endif /* SOPHON_CROSS_CHECKS_H */

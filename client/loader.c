@@ -30,6 +30,7 @@
 #include "epoch_order.h"
 #include "loader_versions.h"
 #include "prep_call.h"
+#include "prep_response.h"
 #include "sampler.h"
 #include "selector.h"
 #include "sophon_common.h"
@@ -46,7 +47,7 @@ struct slot {
     struct sophon_loader *l;
     int state;
     uint64_t pos, index;
-    int stage;   /* what this attempt asks the OSD for: STORED (a plain read), U8 or F32 */
+    int stage;   /* what this attempt asks the OSD for: STORED (a plain read), CROP, U8 or F32 */
     int planned; /* the plan's stage */
     unsigned attempts;
     double not_before; /* monotonic seconds, for a retry */
@@ -83,6 +84,8 @@ struct sophon_loader {
     rados_t cluster;
     rados_ioctx_t io;
     struct sophon_dataset ds;
+    unsigned stages;               /* the stages the plan may choose (selector.h's bits) */
+    sophon_records *epoch_records; /* ds.records with this epoch's crop bytes, when offered */
     int64_t *mtimes; /* per record, its index stamp's mtime (when profiled); 0 unknown */
     size_t sample_bytes;
     struct sophon_crop_policy crop; /* train: RandomResizedCrop's scale and ratio, the flip */
@@ -208,6 +211,12 @@ static void issue(struct sophon_loader *l, struct slot *s)
         uint8_t req[SOPHON_REQUEST_LEN];
         struct sophon_prep_params p = s->p;
         p.format = s->stage == SOPHON_STAGE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+        if (s->stage == SOPHON_STAGE_CROP) {
+            /* The crop, or the u8 pixels where they are smaller or the crop is not exact: the
+             * OSD never sends more than either (prep_response.h). */
+            p.stage = SOPHON_WIRE_CROP;
+            p.fallback = SOPHON_FALLBACK_PIXELS;
+        }
         r = sophon_request_encode_as(req, sizeof(req), &p, l->wire);
         if (r < 0)
             goto failed;
@@ -437,25 +446,30 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
     const struct sophon_record *rec = record(l, s->index);
     struct sophon_response h;
     const uint8_t *payload;
-    int want = s->stage == SOPHON_STAGE_F32 ? SOPHON_FORMAT_F32 : SOPHON_FORMAT_U8;
+    char err[256] = "";
     res->bytes = s->resp_len;
-    res->got_stage = s->stage;
-    if (sophon_response_decode(&h, &payload, (const uint8_t *)s->resp, s->resp_len) < 0 ||
-        h.format != want || h.width != l->o.size || h.height != l->o.size || h.flip != s->p.flip) {
+    if (sophon_response_decode(&h, &payload, (const uint8_t *)s->resp, s->resp_len) < 0) {
         res->err = -EPROTO;
         say(l, "%s: the OSD's reply is not the sample asked for (%s)", rec->name, strerror(EPROTO));
         return;
     }
+    res->got_stage = h.stage == SOPHON_WIRE_CROP     ? SOPHON_STAGE_CROP
+                     : h.format == SOPHON_FORMAT_F32 ? SOPHON_STAGE_F32
+                                                     : SOPHON_STAGE_U8;
     res->osd_cpu_ns = h.cpu_ns;
     res->storage_model_s = rec->stage[s->stage].storage_cpu_s;
     uint64_t t0 = sophon__thread_cpu_ns();
-    if (want == SOPHON_FORMAT_U8 && l->o.format == SOPHON_SAMPLE_F32) {
-        res->err = sophon_prep_normalize(out, l->sample_bytes, payload, &s->p);
-        res->client_model_s = client_model(l, rec, s->stage);
-    } else {
-        memcpy(out, payload, l->sample_bytes);
-    }
+    struct sophon_prep_params p = s->p;
+    p.format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
+    int r = sophon_prep_finish(out, l->sample_bytes, &h, payload, &p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
+    if (h.stage == SOPHON_WIRE_CROP || (h.format == SOPHON_FORMAT_U8 && p.format != h.format))
+        res->client_model_s = client_model(l, rec, res->got_stage);
+    if (r < 0) {
+        res->err = r;
+        say(l, "%s: cannot finish the OSD's %s (%s): %s", rec->name,
+            sophon_stage_name(res->got_stage), strerror(-r), err);
+    }
 }
 
 /* Whether the object an offloaded attempt prepared differs from the one profiled: its size, or
@@ -580,8 +594,13 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
         st->fallbacks++;
     st->bytes_received += res->bytes;
     if (res->bytes > 0) {
-        st->bytes_by_stage[res->got_stage] += res->bytes;
-        st->samples_by_stage[res->got_stage]++;
+        if (res->got_stage == SOPHON_STAGE_CROP) {
+            st->crop_bytes += res->bytes;
+            st->crop_samples++;
+        } else {
+            st->bytes_by_stage[res->got_stage] += res->bytes;
+            st->samples_by_stage[res->got_stage]++;
+        }
         if (res->got_stage != SOPHON_STAGE_STORED)
             st->offloaded++;
     }
@@ -705,6 +724,20 @@ static void ask_wire(struct sophon_loader *l)
             (unsigned)l->wire, (unsigned)SOPHON_WIRE_LATEST);
 }
 
+/*
+ * The stages the plan may choose: the options' (all by default), without the crop stage where
+ * the class does not make crops (wire format 3).
+ */
+static void restrict_stages(struct sophon_loader *l)
+{
+    l->stages = SOPHON_STAGES_ALL;
+    if (l->o.stages != NULL)
+        sophon_stages_parse(&l->stages, l->o.stages, NULL, 0); /* checked by resolve */
+    if (l->wire < SOPHON_WIRE_V3)
+        l->stages &= ~(1u << SOPHON_STAGE_CROP);
+    sophon_records_restrict(l->ds.records, l->stages);
+}
+
 static int alloc_ring(struct sophon_loader *l)
 {
     size_t b = l->o.batch_size;
@@ -824,6 +857,7 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = 1.0;
     ask_wire(l);
+    restrict_stages(l);
     r = alloc_ring(l);
     if (r == 0)
         r = start_threads(l);
@@ -867,6 +901,8 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
     double client_s = 0, gpu_s = 0, rank_client = job->client_cores / l->o.world;
     for (size_t k = 0; k < m; k++) {
         l->st.predicted_bytes += plan->bytes[order[k]];
+        if (plan->stage[order[k]] == SOPHON_STAGE_CROP)
+            l->st.predicted_crop_bytes += plan->bytes[order[k]];
         l->st.planned_offloaded += plan->stage[order[k]] != SOPHON_STAGE_STORED;
         client_s += plan->client_cpu_s[order[k]];
     }
@@ -875,6 +911,42 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
     if (job->gpu_samples_per_s > 0)
         gpu_s = (double)m / job->gpu_samples_per_s;
     return fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
+}
+
+/*
+ * The records this epoch is planned with: the dataset's, and where the crop stage is offered,
+ * each record's crop bytes for the box its sample gets this epoch (the area model: the bytes
+ * the record expects for a crop of SOPHON_SEL_CROP_SHARE of the image, scaled to this box's
+ * crop region). Every rank computes the same figures. l->seed and l->epoch are the epoch's.
+ * Returns the set to plan with (l->ds.records when no record offers a crop) or NULL (no memory).
+ */
+static const sophon_records *epoch_records(struct sophon_loader *l)
+{
+    size_t n = sophon_records_count(l->ds.records);
+    sophon_records_free(l->epoch_records);
+    l->epoch_records = NULL;
+    if (!(l->stages & (1u << SOPHON_STAGE_CROP)))
+        return l->ds.records;
+    if (sophon_records_copy(&l->epoch_records, l->ds.records) < 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct sophon_record *rec = sophon_records_get(l->ds.records, i);
+        uint64_t expected = rec->stage[SOPHON_STAGE_CROP].bytes;
+        struct sophon_prep_params p;
+        uint32_t iw, ih, x, y, w, h;
+        if (expected <= SOPHON_SEL_HEADER_BYTES || geometry_unknown(rec) ||
+            sample_params(l, i, rec->width, rec->height, &p) < 0)
+            continue;
+        sophon_prep_imcu(rec->subsampling, &iw, &ih);
+        if (sophon_prep_crop_region(rec->width, rec->height, iw, ih, &p, &x, &y, &w, &h) < 0)
+            continue;
+        double share = (double)w * h / ((double)rec->width * rec->height);
+        double payload =
+            (double)(expected - SOPHON_SEL_HEADER_BYTES) * share / SOPHON_SEL_CROP_SHARE;
+        sophon_records_set_crop_bytes(l->epoch_records, i,
+                                      SOPHON_SEL_HEADER_BYTES + (uint64_t)fmax(1.0, payload));
+    }
+    return l->epoch_records;
 }
 
 int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
@@ -908,7 +980,10 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     budget.client_cores = l->o.client_cores * l->client_speed * l->o.world;
     budget.final_format = l->o.format; /* the same values (cross_checks.h) */
     budget.policy = l->policy;
-    r = sophon_plan_make(&plan, l->ds.records, &budget);
+    l->seed = seed;
+    l->epoch = epoch;
+    const sophon_records *set = epoch_records(l);
+    r = set != NULL ? sophon_plan_make(&plan, set, &budget) : -ENOMEM;
     if (r < 0) {
         pthread_mutex_unlock(&l->mu);
         free(order);
@@ -1042,6 +1117,7 @@ void sophon_loader_close(sophon_loader *l)
     free(l->slots);
     free(l->order);
     sophon_plan_free(l->plan);
+    sophon_records_free(l->epoch_records);
     sophon__dataset_free(&l->ds);
     free(l->mtimes);
     if (l->io != NULL)

@@ -27,13 +27,15 @@
 static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
     [1] = OPTIONS_V2_SIZE,
     [2] = OPTIONS_V2_SIZE,
-    [3] = sizeof(struct sophon_loader_options),
+    [3] = offsetof(struct sophon_loader_options, stages),
+    [4] = sizeof(struct sophon_loader_options),
 };
 
 /* And of the stats struct each version has. */
 static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
     [1] = offsetof(struct sophon_loader_stats, declined),
-    [2] = sizeof(struct sophon_loader_stats),
+    [2] = offsetof(struct sophon_loader_stats, crop_bytes),
+    [3] = sizeof(struct sophon_loader_stats),
 };
 
 /* Version 1: every field left at 0 took its default. */
@@ -133,6 +135,9 @@ int sophon__loader_options_resolve(struct sophon_loader_options *out,
         o.batch_size > 65536 || o.window == 0 || o.window > 4096 || o.threads > 256 ||
         !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !cores_ok(o.storage_cores) ||
         !cores_ok(o.client_cores) || !transform_ok(&o))
+        return -EINVAL;
+    unsigned stages;
+    if (o.stages != NULL && sophon_stages_parse(&stages, o.stages, NULL, 0) < 0)
         return -EINVAL;
     *out = o;
     return 0;

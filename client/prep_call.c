@@ -83,7 +83,7 @@ int sophon__remote_prep(char **resp, size_t *resp_len, rados_ioctx_t io, const c
 int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, size_t len,
                        const struct sophon_prep_params *p, char *err, size_t errlen)
 {
-    uint64_t size = sophon_response_size(p);
+    uint64_t size = sophon_prep_response_cap(p, len, SOPHON_WIRE_LATEST);
     if (size == 0) {
         sophon__seterr(err, errlen, "invalid output size or format");
         return -EINVAL;
@@ -93,13 +93,14 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
         sophon__seterr(err, errlen, "no memory for a %llu-byte response", (unsigned long long)size);
         return -ENOMEM;
     }
-    int r = sophon_prep_respond(buf, size, jpeg, len, p, NULL, SOPHON_WIRE_LATEST, err, errlen);
+    size_t n = 0;
+    int r = sophon_prep_respond(buf, size, &n, jpeg, len, p, NULL, SOPHON_WIRE_LATEST, err, errlen);
     if (r < 0) {
         free(buf);
         return r;
     }
     *resp = buf;
-    *resp_len = size;
+    *resp_len = n;
     return 0;
 }
 

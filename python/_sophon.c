@@ -628,6 +628,9 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
         if (dict_set(bytes, stages[s], PyLong_FromUnsignedLongLong(st.bytes_by_stage[s])) < 0 ||
             dict_set(samples, stages[s], PyLong_FromUnsignedLongLong(st.samples_by_stage[s])) < 0)
             goto fail;
+    if (dict_set(bytes, "crop", PyLong_FromUnsignedLongLong(st.crop_bytes)) < 0 ||
+        dict_set(samples, "crop", PyLong_FromUnsignedLongLong(st.crop_samples)) < 0)
+        goto fail;
     uint64_t total = st.samples + st.failed;
     double secs = st.elapsed_s > 0 ? st.elapsed_s : 1e-9;
     if (dict_set(d, "epoch", PyLong_FromUnsignedLongLong(st.epoch)) < 0 ||

@@ -79,12 +79,15 @@ enum sophon_transform {
 /* The default side of the square samples a loader delivers (the option `size`). */
 #define SOPHON_LOADER_SIDE 224u
 
-/* How far a sample was prepared when it left its OSD: the index of the stats' by-stage arrays. */
+/* How far a sample was prepared when it left its OSD: the index of the stats' by-stage arrays
+ * (the first SOPHON_LOADER_STAGE_COUNT; the crop stage, which came later, has fields of its own
+ * at the end of the stats). */
 enum sophon_loader_stage {
     SOPHON_LOADER_STAGE_STORED = 0, /* not at all: the object as stored, prepared here */
     SOPHON_LOADER_STAGE_U8 = 1,     /* to the u8 sample */
     SOPHON_LOADER_STAGE_F32 = 2,    /* to the f32 tensor */
-    SOPHON_LOADER_STAGE_COUNT
+    SOPHON_LOADER_STAGE_COUNT,      /* the length of the stats' by-stage arrays */
+    SOPHON_LOADER_STAGE_CROP = 3,   /* to the lossless crop JPEG of the box, decoded here */
 };
 
 /*
@@ -98,8 +101,9 @@ enum sophon_loader_stage {
  *      no retry, 0 storage cores no offload. Budgets may say SOPHON_BUDGET_MEASURE.
  *   3  appends the transform and its parameters (transform .. std). A version 1 or 2 caller
  *      gets their defaults: RandomResizedCrop(224) with ImageNet's normalization.
+ *   4  appends stages. An older caller gets every stage.
  */
-#define SOPHON_LOADER_OPTIONS_VERSION 3
+#define SOPHON_LOADER_OPTIONS_VERSION 4
 
 /*
  * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
@@ -147,6 +151,10 @@ struct sophon_loader_options {
     double ratio[2]; /* train: its range of aspect ratios, 0 < [0] <= [1]; default 3/4, 4/3 */
     float mean[3];   /* f32: Normalize's mean and std (std finite, not 0); default ImageNet's: */
     float std[3];    /* 0.485, 0.456, 0.406 and 0.229, 0.224, 0.225 */
+    /* Version 4. */
+    const char *stages; /* the stages the plan may choose from, comma-separated among "stored",
+                         * "crop", "u8", "f32" (stored is always allowed), e.g. "stored,u8" for
+                         * sophon before the crop stage; NULL (the default): every one */
 };
 
 /* clang-format off */
@@ -155,7 +163,8 @@ struct sophon_loader_options {
                                      SOPHON_BUDGET_MEASURE, SOPHON_BUDGET_MEASURE, 4, 100, 30, 0, \
                                      NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
                                      {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
-                                     {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f} }
+                                     {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, \
+                                     NULL }
 /* clang-format on */
 
 /*
@@ -177,8 +186,8 @@ struct sophon_batch {
 };
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
- * declined. */
-#define SOPHON_LOADER_STATS_VERSION 2
+ * declined, 3 the crop stage's figures. */
+#define SOPHON_LOADER_STATS_VERSION 3
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -204,6 +213,10 @@ struct sophon_loader_stats {
     uint64_t declined; /* samples the OSDs declined (their memory budget for sophon calls full,
                         * or the image over their per-call cap) and this client prepared;
                         * counted in fallbacks too */
+    /* Version 3. */
+    uint64_t crop_bytes, crop_samples; /* what came back as crop JPEGs (SOPHON_LOADER_STAGE_CROP)
+                                        * and the samples finished from them */
+    uint64_t predicted_crop_bytes;     /* the plan's bytes for those samples (the area model) */
 };
 
 /* clang-format off */

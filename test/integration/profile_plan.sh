@@ -66,9 +66,20 @@ b=$("$sophon" plan --records "$work/r.csv" --net 1Gbit --storage-cores 2 --clien
 [ -n "$a" ] && [ "$a" = "$b" ] && ok "the imported dataset plans as its CSV does" ||
     bad "imported plan differs: $a / $b"
 
-expect "plan from the OpenImages profile" 0 "^oracle +5.559" \
+expect "plan from the OpenImages profile, the paper's stages" 0 "^oracle +5.559" \
+    "$sophon" plan --records "$(dirname "$0")/../../data/openimages-40k-prep-sizes.csv" \
+    --net 500Mbit --storage-cores 5 --client-cores 32 --stages stored,u8,f32
+# With the crop stage, its bytes modelled (0.45 of the stored bytes): fewer bytes than the paper's
+# best, and labelled as modelled.
+expect "plan from the OpenImages profile with the crop stage" 0 "^oracle +4.282" \
     "$sophon" plan --records "$(dirname "$0")/../../data/openimages-40k-prep-sizes.csv" \
     --net 500Mbit --storage-cores 5 --client-cores 32
+expect "the OpenImages crop figures are labelled as modelled" 0 "crop stage's bytes modelled" \
+    "$sophon" plan --records "$(dirname "$0")/../../data/openimages-40k-prep-sizes.csv" \
+    --net 500Mbit --storage-cores 5 --client-cores 32
+expect "a bad stage list explains" 2 "unknown stage 'png'" \
+    "$sophon" plan --records "$(dirname "$0")/../../data/openimages-40k-prep-sizes.csv" \
+    --net 500Mbit --storage-cores 5 --client-cores 32 --stages stored,png
 expect "plan without budgets explains" 2 "give the budgets" \
     "$sophon" plan --records "$work/r.csv"
 expect "a bad rate explains" 2 "--net wants a rate" \
