@@ -19,8 +19,10 @@
  * colours as the source's are read: JFIF for YCbCr and grayscale, Adobe for RGB, CMYK and YCCK.
  *
  * Rows below the region are never Huffman-decoded: libjpeg reads a private copy of the file
- * whose frame height ends a few iMCU rows below the region (prog_copy.h), and skips the rest of
- * every scan. Columns are all decoded (a scan codes whole rows).
+ * whose frame height ends with the region (prog_copy.h), and skips the rest of every scan.
+ * Columns are all decoded (a scan codes whole rows). A baseline source's own Huffman tables are
+ * reused where they code every symbol the crop needs (reuse_tables), which saves the statistics
+ * pass of optimized tables.
  */
 #include <errno.h>
 #include <limits.h>
@@ -94,7 +96,8 @@ struct crop_state {
     struct jpeg_compress_struct dst;
     int dst_created;
     struct crop_dest dest;
-    uint8_t *copy; /* the source cut below the region (prog_copy.h), if any */
+    uint8_t *copy;  /* the source cut below the region (prog_copy.h), if any */
+    uint32_t scans; /* the source's SOS markers */
 };
 
 /* The walk, the header and the limits, as the region decode checks them (decode.c). */
@@ -110,6 +113,7 @@ static void read_source_header(struct crop_state *s, const uint8_t *jpeg, size_t
         sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
     if (!mk.eoi)
         sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
+    s->scans = mk.scans;
     sophon__jpeg_src(&s->j, jpeg, len);
     if (lim->max_pixels != 0) {
         uint64_t b = lim->max_pixels * 8 + (16u << 20);
@@ -136,10 +140,8 @@ static void start_huffman(struct sophon__jpeg *j, void *arg)
         sophon__huffman_install(&j->cinfo, 0);
 }
 
-/*
- * Reads the coefficients of rows [0, y1) and what libjpeg needs below them, from a copy cut a few
- * iMCU rows below y1 when that is shorter than the file.
- */
+/* Reads the coefficients of rows [0, y1), from a copy cut at y1 when that is shorter than the
+ * file. */
 static jvirt_barray_ptr *read_coefficients(struct crop_state *s, const uint8_t *jpeg, size_t len,
                                            uint32_t y1)
 {
@@ -149,9 +151,9 @@ static jvirt_barray_ptr *read_coefficients(struct crop_state *s, const uint8_t *
     uint32_t dropped;
     size_t n;
 
+    /* y1 ends an iMCU row or the image: no margin below it is needed (nothing is upsampled). */
     memset(&pc, 0, sizeof(pc));
-    pc.height =
-        sophon__prog_copy_height(height, (uint32_t)DCTSIZE * (uint32_t)c->max_v_samp_factor, y1);
+    pc.height = y1;
     pc.ncomps = c->num_components;
     for (int ci = 0; ci < c->num_components; ci++)
         pc.id[ci] = (uint8_t)c->comp_info[ci].component_id;
@@ -193,6 +195,64 @@ static void refuse_smoothed(struct crop_state *s)
                     "smooths its blocks, which no crop reproduces");
 }
 
+/* Whether a Huffman table has a code for each of symbols 0..n-1. */
+static int has_symbols(const JHUFF_TBL *t, int n)
+{
+    int seen[256] = {0}, total = 0, got = 0;
+    if (t == NULL)
+        return 0;
+    for (int l = 1; l <= 16; l++)
+        total += t->bits[l];
+    for (int k = 0; k < total && k < 256; k++)
+        seen[t->huffval[k]] = 1;
+    for (int v = 0; v < n; v++)
+        got += seen[v];
+    return got == n;
+}
+
+static JHUFF_TBL *copy_table(j_compress_ptr d, const JHUFF_TBL *from)
+{
+    JHUFF_TBL *t = jpeg_alloc_huff_table((j_common_ptr)d);
+    memcpy(t->bits, from->bits, sizeof(t->bits));
+    memcpy(t->huffval, from->huffval, sizeof(t->huffval));
+    t->sent_table = FALSE;
+    return t;
+}
+
+/*
+ * A baseline source's own Huffman tables, where they code every symbol the crop has: its blocks
+ * are the source's, so their AC symbols are too; only the DC differences change (the block before
+ * each row's first is another), so the DC tables must code every magnitude category (0..11).
+ * They cost no statistics pass and code about as well as optimized ones (the encoder chose them
+ * for this image). Returns 1 if the crop uses them.
+ */
+static int reuse_tables(struct crop_state *s)
+{
+    const struct jpeg_decompress_struct *c = &s->j.cinfo;
+    j_compress_ptr d = &s->dst;
+    if (c->progressive_mode || c->arith_code || s->scans != 1 ||
+        c->comps_in_scan != c->num_components)
+        return 0;
+    for (int ci = 0; ci < c->num_components; ci++) {
+        const jpeg_component_info *k = &c->comp_info[ci];
+        if (k->dc_tbl_no < 0 || k->dc_tbl_no >= NUM_HUFF_TBLS || k->ac_tbl_no < 0 ||
+            k->ac_tbl_no >= NUM_HUFF_TBLS || c->ac_huff_tbl_ptrs[k->ac_tbl_no] == NULL ||
+            !has_symbols(c->dc_huff_tbl_ptrs[k->dc_tbl_no], 12))
+            return 0;
+    }
+    for (int n = 0; n < NUM_HUFF_TBLS; n++) {
+        d->dc_huff_tbl_ptrs[n] =
+            c->dc_huff_tbl_ptrs[n] ? copy_table(d, c->dc_huff_tbl_ptrs[n]) : NULL;
+        d->ac_huff_tbl_ptrs[n] =
+            c->ac_huff_tbl_ptrs[n] ? copy_table(d, c->ac_huff_tbl_ptrs[n]) : NULL;
+    }
+    for (int ci = 0; ci < c->num_components; ci++) {
+        d->comp_info[ci].dc_tbl_no = c->comp_info[ci].dc_tbl_no;
+        d->comp_info[ci].ac_tbl_no = c->comp_info[ci].ac_tbl_no;
+    }
+    return 1;
+}
+
 /* The block arrays of the crop, each component's region of blocks at the source's offset. */
 static void write_crop(struct crop_state *s, jvirt_barray_ptr *src_arrays, uint32_t x, uint32_t y,
                        uint32_t w, uint32_t h, int optimize)
@@ -215,7 +275,7 @@ static void write_crop(struct crop_state *s, jvirt_barray_ptr *src_arrays, uint3
     jpeg_copy_critical_parameters(c, d);
     d->image_width = w;
     d->image_height = h;
-    d->optimize_coding = optimize ? TRUE : FALSE;
+    d->optimize_coding = optimize && !reuse_tables(s) ? TRUE : FALSE;
     for (int ci = 0; ci < d->num_components; ci++) {
         const jpeg_component_info *k = &d->comp_info[ci];
         uint64_t wb = ((uint64_t)w * k->h_samp_factor + imcu_w - 1) / imcu_w * k->h_samp_factor;
