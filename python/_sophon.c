@@ -461,9 +461,11 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
                              KW("policy"), KW("format"),  KW("batch_size"), KW("transform"),
                              KW("size"),   KW("resize"),  KW("scale"),      KW("ratio"),
                              KW("mean"),   KW("std"),     KW("threads"),    KW("window"),
-                             KW("rank"),   KW("world"),   KW("keyring"),    NULL};
+                             KW("rank"),   KW("world"),   KW("keyring"),    KW("stages"),
+                             NULL};
     LoaderObject *self = (LoaderObject *)obj;
     const char *pool, *dataset, *conf = NULL, *id = NULL, *policy = NULL, *keyring = NULL;
+    const char *stages = NULL;
     const char *format = "f32", *transform = "train";
     long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 32;
     long rank = 0, world = 1;
@@ -473,10 +475,10 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "the loader is already open");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllz", kwlist, &pool, &dataset,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzz", kwlist, &pool, &dataset,
                                      &conf, &id, &policy, &format, &batch, &transform, &size,
                                      &resize, &scale, &ratio, &mean, &std, &threads, &window, &rank,
-                                     &world, &keyring))
+                                     &world, &keyring, &stages))
         return -1;
     struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
     int fmt = parse_format(format), tr = parse_transform(transform);
@@ -510,6 +512,7 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     o.rank = (unsigned)rank;
     o.world = (unsigned)world;
     o.keyring = keyring;
+    o.stages = stages;
 
     sophon_loader *l = NULL;
     int r;

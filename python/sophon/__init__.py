@@ -113,6 +113,8 @@ class Loader:
 
     conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin.
     threads 0 means one worker per online CPU; window is the RADOS operations in flight.
+    stages restricts what the plan may choose, e.g. "stored,u8" (None: every stage: stored, the
+    lossless crop, u8, f32).
 
     One thread at a time: a call while another thread is inside the loader raises RuntimeError.
     Close it with close() or a `with` block (garbage collection closes it too).
@@ -121,7 +123,7 @@ class Loader:
     def __init__(self, pool, dataset, conf=None, client_id=None, policy="selective",
                  format="f32", batch_size=32, transform="train", size=224, rank=0, world=1, *,
                  resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=32,
-                 keyring=None):
+                 keyring=None, stages=None):
         self.format = format
         self.size = operator.index(size)
         self.batch_size = operator.index(batch_size)
@@ -133,7 +135,7 @@ class Loader:
                                  size=self.size, resize=operator.index(resize), scale=scale,
                                  ratio=ratio, mean=mean, std=std, threads=operator.index(threads),
                                  window=operator.index(window), rank=self.rank, world=self.world,
-                                 keyring=keyring)
+                                 keyring=keyring, stages=stages)
         self.classes = self._l.classes()
         self.dataset_size = self._l.dataset_size()
 

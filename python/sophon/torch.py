@@ -34,8 +34,8 @@ class SophonDataset(torch.utils.data.IterableDataset):
     "f32", the default) or (B, size, size, 3) uint8 ("u8"), labels int64.
 
     Keyword arguments are sophon.Loader's (pool, dataset, conf, client_id, policy, format,
-    batch_size, transform, size, resize, scale, ratio, mean, std, threads, window, keyring) and
-    seed. rank and world default to the distributed ones (see the module's doc).
+    batch_size, transform, size, resize, scale, ratio, mean, std, threads, window, keyring,
+    stages) and seed. rank and world default to the distributed ones (see the module's doc).
 
     The loader is opened lazily in the process that iterates (a DataLoader worker, or this one)
     and kept for the next epochs. Without copy (the default) the tensors share the loader's batch
