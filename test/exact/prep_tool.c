@@ -12,6 +12,12 @@
  *       (FILE without spaces). For each line the stream gets a little-endian int32 status (0 or
  *       -errno) then, on success, the OUT_W * OUT_H * 3 (SIZE * SIZE * 3) output bytes. The
  *       format pillow_ref.py batch writes too.
+ *   prep_tool crops LIST OUTDIR > crops.tsv
+ *       for each JPEG named in LIST (one path a line), two boxes drawn from its path: the lossless
+ *       crop (sophon_prep_crop, optimized tables) written to OUTDIR/N.jpg, and the pipeline on it
+ *       (u8 224x224, the second box flipped) checked against the pipeline on the file; prints
+ *       "FILE CROP X Y W H ORIGIN_X ORIGIN_Y" per crop (for crop_pillow.py), and to stderr the
+ *       counts. Exits 1 if any crop decodes to other bytes than its source.
  *       --whole-file decodes progressive files as stored instead of cut to the box, and every
  *       file with libjpeg's own Huffman decoders instead of huffman.h's (the reference both are
  *       compared with: compare.py --reference whole).
@@ -189,8 +195,106 @@ static int cmd_batch(unsigned flags)
     return fflush(stdout) == 0 ? 0 : 2;
 }
 
+/* One crop of the crops command: 1 checked, 0 skipped (-EDOM, or a file prep refuses), -1 bad. */
+static int check_one_crop(const char *path, const uint8_t *jpeg, size_t len,
+                          const struct sophon_probe_info *info, uint32_t seed, int k,
+                          const char *outdir, unsigned long *n)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    uint32_t bw = 1 + seed % info->width, bh = 1 + (seed / 7) % info->height;
+    p.box_w = bw;
+    p.box_h = bh;
+    p.box_x = (seed / 13) % (info->width - bw + 1);
+    p.box_y = (seed / 17) % (info->height - bh + 1);
+    p.flip = (uint8_t)k;
+    size_t cap = 2 * len + 65536, clen = 0, on = (size_t)sophon_prep_output_size(&p);
+    uint8_t *crop = malloc(cap), *a = malloc(on), *b = malloc(on);
+    uint32_t ox, oy;
+    int r = -1;
+    char err[256] = "", name[4200];
+    if (crop == NULL || a == NULL || b == NULL)
+        goto done;
+    int rc = sophon_prep_crop(crop, cap, &clen, &ox, &oy, jpeg, len, &p, NULL, SOPHON_CROP_OPTIMIZE,
+                              err, sizeof(err));
+    if (rc == -EDOM || sophon_prep_run(a, on, jpeg, len, &p, NULL, NULL, 0) < 0) {
+        r = 0;
+        goto done;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: crop failed: %s (%d)\n", path, err, rc);
+        goto done;
+    }
+    struct sophon_prep_params q = p;
+    q.box_x -= ox;
+    q.box_y -= oy;
+    rc = sophon_prep_run(b, on, crop, clen, &q, NULL, err, sizeof(err));
+    if (rc < 0 || memcmp(a, b, on) != 0) {
+        fprintf(stderr, "DIFFERS: %s box %u,%u,%u,%u: %s\n", path, p.box_x, p.box_y, p.box_w,
+                p.box_h, rc < 0 ? err : "other bytes");
+        goto done;
+    }
+    snprintf(name, sizeof(name), "%s/%lu.jpg", outdir, (*n)++);
+    FILE *f = fopen(name, "wb");
+    if (f == NULL || fwrite(crop, 1, clen, f) != clen) {
+        if (f != NULL)
+            fclose(f);
+        goto done;
+    }
+    fclose(f);
+    printf("%s\t%s\t%u\t%u\t%u\t%u\t%u\t%u\n", path, name, p.box_x, p.box_y, p.box_w, p.box_h, ox,
+           oy);
+    r = 1;
+done:
+    free(crop);
+    free(a);
+    free(b);
+    return r;
+}
+
+static int cmd_crops(const char *list, const char *outdir)
+{
+    FILE *f = fopen(list, "r");
+    char path[4096];
+    unsigned long n = 0, checked = 0, skipped = 0, bad = 0;
+    if (f == NULL) {
+        perror(list);
+        return 2;
+    }
+    while (fgets(path, sizeof(path), f) != NULL) {
+        path[strcspn(path, "\n")] = '\0';
+        uint8_t *jpeg = NULL;
+        size_t len;
+        struct sophon_probe_info info;
+        if (sophon_test_read_file(path, &jpeg, &len, SOPHON_MAX_OBJECT_BYTES) < 0 ||
+            sophon_probe(&info, jpeg, len, NULL, 0) < 0 || info.width == 0 || info.height == 0) {
+            free(jpeg);
+            skipped++;
+            continue;
+        }
+        uint32_t seed = 2166136261u;
+        for (const char *c = path; *c; c++)
+            seed = (seed ^ (uint8_t)*c) * 16777619u;
+        for (int k = 0; k < 2; k++) {
+            int r = check_one_crop(path, jpeg, len, &info, seed, k, outdir, &n);
+            checked += r > 0;
+            skipped += r == 0;
+            bad += r < 0;
+            seed = seed * 1103515245u + 12345u;
+        }
+        free(jpeg);
+    }
+    fclose(f);
+    fprintf(stderr,
+            "crops: %lu checked (the pipeline on the crop == on the file), %lu skipped, %lu "
+            "bad\n",
+            checked, skipped, bad);
+    return bad > 0 || checked == 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "crops") == 0)
+        return cmd_crops(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "probe") == 0)
         return cmd_probe(argc - 2, argv + 2);
     if ((argc >= 10 || (argc >= 6 && strcmp(argv[3], "val") == 0)) && strcmp(argv[1], "run") == 0) {
@@ -213,7 +317,7 @@ int main(int argc, char **argv)
         return cmd_batch(SOPHON__DECODE_WHOLE_FILE | SOPHON__DECODE_LIBJPEG_HUFFMAN);
     fprintf(stderr,
             "usage: %s probe FILE... | run FILE (X Y W H OUT_W OUT_H FLIP | val RESIZE SIZE) "
-            "[FAST [F32]] | batch [--whole-file] < cases\n",
+            "[FAST [F32]] | batch [--whole-file] < cases | crops LIST OUTDIR\n",
             argv[0]);
     return 2;
 }
