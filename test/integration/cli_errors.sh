@@ -7,7 +7,7 @@ pool=${SOPHON_POOL:-sophon}
 . "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 echo payload | rados -p "$pool" put test.cli - || exit 1
-expect "client and class versions" 0 "^class: +sophon [0-9.]+, wire format 2" \
+expect "client and class versions" 0 "^class: +sophon [0-9.]+, wire format 3" \
     "$sophon" version --id sophon -p "$pool" test.cli
 expect "options before the subcommand" 0 "^class: " \
     "$sophon" --id sophon -p "$pool" version test.cli
