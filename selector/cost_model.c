@@ -63,12 +63,10 @@ int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_m
         (struct sophon_stage_cost){sophon_stage_bytes(SOPHON_STAGE_U8, SOPHON_SEL_SIDE), dec, norm};
     rec->stage[SOPHON_STAGE_F32] = (struct sophon_stage_cost){
         sophon_stage_bytes(SOPHON_STAGE_F32, SOPHON_SEL_SIDE), dec + norm, 0};
-    /* The crop: a share of the stored bytes; the client decodes only that much entropy-coded
-     * data (the per-byte term) for the same box. */
-    double crop_dec =
-        fmax(1e-6, dec - (1.0 - SOPHON_SEL_CROP_SHARE) * m->per_byte_s * (double)rec->stored_bytes);
+    /* The crop: a share of the stored bytes (the area model), and CPU as measured against the
+     * u8 pipeline (selector.h). */
     rec->stage[SOPHON_STAGE_CROP] = (struct sophon_stage_cost){
         SOPHON_SEL_HEADER_BYTES + (uint64_t)((double)rec->stored_bytes * SOPHON_SEL_CROP_SHARE),
-        SOPHON_SEL_CROP_OSD * dec, crop_dec + norm};
+        SOPHON_SEL_CROP_OSD * dec, SOPHON_SEL_CROP_CLIENT * dec + norm};
     return 0;
 }

@@ -212,9 +212,13 @@ struct sophon_cost_model {
 
 /* The area model of the crop stage where nothing was measured: the expected share of the image
  * a RandomResizedCrop box's crop holds (boxes, their iMCU alignment and margins, on photos of
- * the corpus), and the OSD CPU of a crop as a share of the u8 decode of the same box. */
-#define SOPHON_SEL_CROP_SHARE 0.45
-#define SOPHON_SEL_CROP_OSD   0.5
+ * the corpus), and the CPU of a crop against the u8 pipeline on the same box: in the OSD
+ * (reading the coefficients of every row down to the box costs what decoding them does, and
+ * the crop is then coded again: bench_crop, 1.1-1.9x) and on the client (decoding the crop
+ * instead of the stored object: 0.6-0.75x). BENCHMARKS.md has the measurements. */
+#define SOPHON_SEL_CROP_SHARE  0.45
+#define SOPHON_SEL_CROP_OSD    1.3
+#define SOPHON_SEL_CROP_CLIENT 0.7
 extern const struct sophon_cost_model sophon_cost_model_default;
 
 /*
@@ -223,7 +227,7 @@ extern const struct sophon_cost_model sophon_cost_model_default;
  * on the client), U8 = (SOPHON_SEL_U8_BYTES, decode, normalize), F32 = (SOPHON_SEL_F32_BYTES,
  * decode + normalize, 0), CROP = (the area model: the header and the stored bytes times
  * SOPHON_SEL_CROP_SHARE, the crop's expected share of the image; SOPHON_SEL_CROP_OSD of the
- * decode on the OSD; the decode of that share and the normalization on the client).
+ * decode on the OSD; SOPHON_SEL_CROP_CLIENT of it and the normalization on the client).
  * Returns 0 or -EINVAL.
  */
 int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_model *model);
