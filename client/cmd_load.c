@@ -42,7 +42,8 @@ static const char usage[] =
     "      --window W          RADOS operations in flight (default 32)\n"
     "      --threads T         local worker threads (default: the CPUs this process may use:\n"
     "                          its affinity, capped by its cgroup's CPU quota)\n"
-    "      --net RATE          bandwidth the plan assumes (default 1Gbit)\n"
+    "      --net RATE          bandwidth the plan assumes (default: measured when the loader\n"
+    "                          opens, reading objects as stored for at most 2 s or 48 MB)\n"
     "      --storage-cores N   OSD cores the plan may use (default 4)\n"
     "      --client-cores N    client cores the plan assumes (default: measured, the threads\n"
     "                          on the CPU this process may use)\n"
@@ -159,10 +160,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
                      ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
                            (double)st->predicted_bytes
                      : 0.0;
-    printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, client %.2f); "
-           "measured: %.2f MB (%+.2f%%), %.2f s\n",
+    printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, client %.2f; link %.1f "
+           "Mbit/s, %s); measured: %.2f MB (%+.2f%%), %.2f s\n",
            (double)st->predicted_bytes / 1e6, st->predicted_epoch_s, st->storage_speed,
-           st->client_speed, (double)st->bytes_received / 1e6, dev, st->elapsed_s);
+           st->client_speed, st->bandwidth_Bps * 8 / 1e6,
+           st->bandwidth_measured ? "measured" : "as given", (double)st->bytes_received / 1e6, dev,
+           st->elapsed_s);
     printf("  CPU: client process %.2f s (%.2f ms/sample, %.0f samples/s per core), loader "
            "workers %.2f s, OSDs %.2f s\n",
            cpu_s, total ? cpu_s * 1e3 / (double)total : 0.0, cpu_s > 0 ? (double)total / cpu_s : 0,
@@ -171,14 +174,15 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
-           "predicted_crop=%llu\n",
+           "predicted_crop=%llu link_mbit=%.2f link_measured=%d\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
            (unsigned long long)st->retries, (unsigned long long)st->fallbacks, st->elapsed_s, cpu_s,
            (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s,
            (unsigned long long)st->crop_bytes, (unsigned long long)st->crop_samples,
-           (unsigned long long)st->predicted_crop_bytes);
+           (unsigned long long)st->predicted_crop_bytes, st->bandwidth_Bps * 8 / 1e6,
+           st->bandwidth_measured);
 }
 
 enum {

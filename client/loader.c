@@ -28,6 +28,7 @@
 #include "cross_checks.h"
 #include "dataset.h"
 #include "epoch_order.h"
+#include "estimate.h"
 #include "loader_versions.h"
 #include "prep_call.h"
 #include "prep_response.h"
@@ -85,6 +86,8 @@ struct sophon_loader {
     rados_ioctx_t io;
     struct sophon_dataset ds;
     unsigned stages;               /* the stages the plan may choose (selector.h's bits) */
+    double measured_Bps;           /* the link as measured at open (measure_link); 0: not */
+    uint64_t measure_bytes;        /* what that measurement read */
     sophon_records *epoch_records; /* ds.records with this epoch's crop bytes, when offered */
     int64_t *mtimes; /* per record, its index stamp's mtime (when profiled); 0 unknown */
     size_t sample_bytes;
@@ -724,6 +727,65 @@ static void ask_wire(struct sophon_loader *l)
             (unsigned)l->wire, (unsigned)SOPHON_WIRE_LATEST);
 }
 
+/* The link's measurement: at most this many reads, bytes and seconds, this many in flight. */
+#define MEASURE_READS 96
+#define MEASURE_BYTES (48u << 20)
+#define MEASURE_S     2.0
+#define MEASURE_DEPTH 16
+
+/*
+ * The link's bandwidth, measured (estimate.h): objects spread over the dataset read as stored,
+ * MEASURE_DEPTH in flight, until MEASURE_READS, MEASURE_BYTES or MEASURE_S. Sets
+ * l->measured_Bps (0 when it could not tell) and l->measure_bytes.
+ */
+static void measure_link(struct sophon_loader *l)
+{
+    size_t n = sophon_records_count(l->ds.records);
+    struct sophon__xfer x[MEASURE_READS];
+    rados_completion_t c[MEASURE_DEPTH];
+    char *buf[MEASURE_DEPTH];
+    size_t head = 0, tail = 0, m = 0, next = 0, step = n / MEASURE_READS + 1;
+    uint64_t issued_bytes = 0;
+    double t0 = now_s();
+    for (;;) {
+        /* Keep MEASURE_DEPTH reads in flight while the budget lasts. */
+        while (tail - head < MEASURE_DEPTH && next < n && tail < MEASURE_READS &&
+               issued_bytes < MEASURE_BYTES && now_s() - t0 < MEASURE_S) {
+            const struct sophon_record *rec = record(l, next);
+            next += step;
+            if (rec->stored_bytes == 0 || rec->stored_bytes > (8u << 20))
+                continue;
+            size_t k = tail % MEASURE_DEPTH;
+            buf[k] = malloc(rec->stored_bytes);
+            if (buf[k] == NULL || rados_aio_create_completion2(NULL, NULL, &c[k]) < 0) {
+                free(buf[k]);
+                break;
+            }
+            if (rados_aio_read(l->io, rec->name, c[k], buf[k], rec->stored_bytes, 0) < 0) {
+                rados_aio_release(c[k]);
+                free(buf[k]);
+                break;
+            }
+            issued_bytes += rec->stored_bytes;
+            tail++;
+        }
+        if (head == tail)
+            break;
+        size_t k = head % MEASURE_DEPTH;
+        rados_aio_wait_for_complete(c[k]);
+        int r = rados_aio_get_return_value(c[k]);
+        if (r > 0 && m < MEASURE_READS)
+            x[m++] = (struct sophon__xfer){now_s(), (uint64_t)r};
+        rados_aio_release(c[k]);
+        free(buf[k]);
+        head++;
+    }
+    l->measured_Bps = sophon__rate_estimate(x, m);
+    l->measure_bytes = 0;
+    for (size_t i = 0; i < m; i++)
+        l->measure_bytes += x[i].bytes;
+}
+
 /*
  * The stages the plan may choose: the options' (all by default), without the crop stage where
  * the class does not make crops (wire format 3).
@@ -825,6 +887,9 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     r = sophon__loader_options_resolve(&o, opts);
     if (r < 0)
         return r;
+    /* A version 1 caller's 0 meant "measure" too. */
+    int measure_bw = opts == NULL || opts->bandwidth_Bps == SOPHON_BUDGET_MEASURE ||
+                     (opts->version == 1 && opts->bandwidth_Bps == 0);
     int policy = parse_policy(o.policy);
 
     struct sophon_loader *l = calloc(1, sizeof(*l));
@@ -858,6 +923,16 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     l->client_speed = 1.0;
     ask_wire(l);
     restrict_stages(l);
+    if (measure_bw) {
+        measure_link(l);
+        if (l->measured_Bps > 0)
+            l->o.bandwidth_Bps = l->measured_Bps;
+        else
+            say(l,
+                "warning: could not measure the link (too few objects read); planning for %.0f "
+                "Mbit/s: give --net (bandwidth_Bps) to plan for the real one",
+                l->o.bandwidth_Bps * 8 / 1e6);
+    }
     r = alloc_ring(l);
     if (r == 0)
         r = start_threads(l);
@@ -1005,6 +1080,9 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;
     l->st.predicted_epoch_s = shard_epoch_s(l, plan, &budget, order, m);
+    l->st.bandwidth_Bps = l->o.bandwidth_Bps;
+    l->st.bandwidth_measured = l->measured_Bps > 0;
+    l->st.measure_bytes = l->measure_bytes;
     l->t0 = now_s();
     l->running = 1;
     pthread_cond_signal(&l->cv_disp);

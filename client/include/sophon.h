@@ -108,8 +108,10 @@ enum sophon_loader_stage {
 /*
  * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
  * client cores are measured: `threads` on the CPU this process may use (its affinity mask,
- * capped by its cgroup's CPU quota). The link and the OSD cores are not measured yet: for them
- * this stands for sophon plan's defaults, 1 Gbit/s and 4 OSD cores.
+ * capped by its cgroup's CPU quota). The link is measured when the loader opens: objects of the
+ * dataset read as stored, many in flight, for at most 2 s or 48 MB (1 Gbit/s when too few could
+ * be read). The OSD cores are not measured yet: for them this stands for sophon plan's default,
+ * 4 OSD cores.
  */
 #define SOPHON_BUDGET_MEASURE (-1.0)
 
@@ -217,6 +219,9 @@ struct sophon_loader_stats {
     uint64_t crop_bytes, crop_samples; /* what came back as crop JPEGs (SOPHON_LOADER_STAGE_CROP)
                                         * and the samples finished from them */
     uint64_t predicted_crop_bytes;     /* the plan's bytes for those samples (the area model) */
+    double bandwidth_Bps;   /* this rank's link as the plan took it: given, or measured */
+    int bandwidth_measured; /* 1 if measured (SOPHON_BUDGET_MEASURE), from reads of measure_bytes */
+    uint64_t measure_bytes;
 };
 
 /* clang-format off */

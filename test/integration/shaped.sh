@@ -7,6 +7,7 @@
 #              killed with SIGKILL, and nothing it did not make
 #   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
+#   measure    sophon load without --net measures a 100Mbit link within 15%, and plans for it
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -338,8 +339,36 @@ mode_linkcut() {
         "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
 }
 
+# Budgets measured, not typed (issue 13): the loader reads objects as stored, many in flight, when
+# it opens, and plans for the rate it saw; with --net it plans for what it was given.
+mode_measure() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 1 --net 100Mbit
+    names
+    local ds=measure
+    small_dataset "$corpus" "$sophon" "$work/$ds" 20 || die "make-dataset.sh failed"
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
+        die "cannot make the dataset through exec"
+    local i mbit
+    for i in 1 2; do
+        on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
+            >"$work/m$i.log" 2>&1 || die "load failed: $(tail -3 "$work/m$i.log")"
+        mbit=$(grep -o ' link_mbit=[0-9.]*' "$work/m$i.log" | head -1 | cut -d= -f2)
+        grep -q ' link_measured=1' "$work/m$i.log" && [ -n "$mbit" ] ||
+            { bad "run $i: the link was not measured: $(grep '^stats:' "$work/m$i.log")"; continue; }
+        awk -v m="$mbit" 'BEGIN {exit !(m >= 85 && m <= 115)}' &&
+            ok "run $i: measured $mbit Mbit/s on a 100 Mbit/s link (within 15%)" ||
+            bad "run $i: measured $mbit Mbit/s on a 100 Mbit/s link"
+    done
+    on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
+        --net 40Mbit >"$work/given.log" 2>&1 || die "load --net failed"
+    grep -q ' link_mbit=40.00 link_measured=0' "$work/given.log" &&
+        ok "--net 40Mbit is planned for as given" || bad "--net: $(grep '^stats:' "$work/given.log")"
+}
+
 case "$mode" in
-rate | cap | stop | selective | linkcut) "mode_$mode" ;;
-*) die "unknown mode '$mode': rate, cap, stop, selective or linkcut" ;;
+rate | cap | stop | selective | linkcut | measure) "mode_$mode" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective, linkcut or measure" ;;
 esac
 finish

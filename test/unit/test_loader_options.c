@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cpus.h"
+#include "estimate.h"
 #include "loader_versions.h"
 
 /* The threads a loader starts by default: one per CPU this process may use (cpus.h). */
@@ -235,6 +236,25 @@ static void test_versions(void **state)
         assert_true(o.std[2] == 0.225f);
         free(old);
     }
+    /* A version 3 caller's struct ends before the stages: every stage. */
+    {
+        size_t v3 = offsetof(struct sophon_loader_options, stages);
+        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
+        unsigned char *old = malloc(v3);
+        assert_non_null(old);
+        init.version = 3;
+        memcpy(old, &init, v3);
+        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
+        assert_null(o.stages);
+        free(old);
+    }
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    in.stages = "stored,crop";
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    in.stages = "stored,png";
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), -EINVAL);
+    in.stages = "";
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), -EINVAL);
     /* Version 3's own fields are read. */
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.transform = SOPHON_TRANSFORM_VAL;
@@ -277,12 +297,41 @@ static void test_stats_versions(void **state)
     assert_int_equal(out.samples, 1234);
     assert_int_equal(out.declined, 0xababababababababull);
     out.version = 2;
+    src.crop_samples = 7;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.declined, 5);
+    assert_int_equal(out.crop_samples, 0xababababababababull); /* version 3's */
+    out.version = 3;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.crop_samples, 7);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
+}
+
+/* The link's rate from a trace of reads (estimate.h). */
+static void test_rate_estimate(void **state)
+{
+    struct sophon__xfer x[64];
+    (void)state;
+    /* 12.5 MB/s (100 Mbit/s): reads of 200 KB complete every 16 ms after a first one that took
+     * the requests' latency and slow start (0.3 s). */
+    for (int i = 0; i < 64; i++)
+        x[i] = (struct sophon__xfer){0.3 + 0.016 * i, 200000};
+    double r = sophon__rate_estimate(x, 64);
+    assert_true(fabs(r - 12.5e6) < 1e3);
+    /* Reads of other sizes: the bytes after the first over the time. */
+    x[0].bytes = 5000000;
+    x[10].bytes = 1000000;
+    r = sophon__rate_estimate(x, 64);
+    assert_true(fabs(r - (62 * 200000.0 + 1000000) / (0.016 * 63)) < 1.0);
+    /* Too few reads, or no time between the first completion and the last: cannot tell. */
+    assert_true(sophon__rate_estimate(x, 2) == 0);
+    assert_true(sophon__rate_estimate(NULL, 10) == 0);
+    for (int i = 0; i < 5; i++)
+        x[i].t = 1.0;
+    assert_true(sophon__rate_estimate(x, 5) == 0);
 }
 
 int main(void)
@@ -291,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_real_zero),
         cmocka_unit_test(test_refused),        cmocka_unit_test(test_versions),
         cmocka_unit_test(test_stats_versions), cmocka_unit_test(test_cgroup_quota),
+        cmocka_unit_test(test_rate_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
