@@ -47,6 +47,27 @@ grep -Eq "^stats: .* offloaded=[1-9]" "$work/selective.log" &&
     ! grep -q "offloaded=$n " "$work/selective.log" &&
     ok "selective offloads some samples, not all" || bad "selective: $(grep ^stats: "$work/selective.log")"
 
+# Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used
+# where it is allowed (oracle: fewest bytes) and never where it is not.
+for st in stored,u8 stored,crop crop,u8,f32 stored,crop,u8,f32; do
+    if load "$work/st-$st" "$work/st-$st.log" --policy oracle --stages "$st" --net 100Mbit \
+        --storage-cores 1; then
+        cmp -s "$work/none/epoch-0.data" "$work/st-$st/epoch-0.data" &&
+            ok "--stages $st: the epoch is byte-identical to none's" || bad "--stages $st: epoch differs"
+        crops=$(grep -o ' crop_samples=[0-9]*' "$work/st-$st.log" | cut -d= -f2)
+        case $st in
+        *crop*) [ "${crops:-0}" -gt 0 ] && ok "--stages $st: $crops samples as crops" ||
+            bad "--stages $st: no crops: $(grep ^stats: "$work/st-$st.log")" ;;
+        *) [ "${crops:-1}" = 0 ] && ok "--stages $st: no crops" || bad "--stages $st: $crops crops" ;;
+        esac
+        echo "  --stages $st: $(grep -o ' bytes=[0-9]*' "$work/st-$st.log") bytes"
+    else
+        bad "--stages $st: rc $?: $(tail -3 "$work/st-$st.log.err")"
+    fi
+done
+expect "--stages with an unknown stage explains" 2 "unknown stage 'png'" \
+    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --stages stored,png
+
 # u8 output: the OSD's u8 bytes against the local path's.
 load "$work/u8-none" "$work/u8-none.log" --policy none --format u8 &&
     load "$work/u8-resize" "$work/u8-resize.log" --policy resize --format u8 &&

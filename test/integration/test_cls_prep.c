@@ -231,6 +231,9 @@ static void hostile_objects(void **state)
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     struct sophon_prep_params p = box_params(0, 0, 8, 8);
+    struct sophon_prep_params crop = p; /* the crop stage, with the pixels as the fallback */
+    crop.stage = SOPHON_WIRE_CROP;
+    crop.fallback = SOPHON_FALLBACK_PIXELS;
     while (fgets(line, sizeof(line), f) != NULL) {
         char name[256], probe_e[32], prep_e[32];
         assert_int_equal(sscanf(line, "%255s %31s %31s", name, probe_e, prep_e), 3);
@@ -252,6 +255,12 @@ static void hostile_objects(void **state)
             rados_buffer_free(resp);
         else if (nbad < 32 && want_probe < 0)
             bad[nbad++] = strdup(oid);
+        /* The crop stage refuses what the pipeline refuses, with the same errno. */
+        r = sophon__remote_prep(&resp, &resp_len, c.io, oid, &crop, SOPHON_WIRE_LATEST);
+        if (r != want_prep)
+            fail_msg("crop %s: %d, want %d", name, r, want_prep);
+        if (r == 0)
+            rados_buffer_free(resp);
         printf("  %-24s probe %-11s prep %s\n", name, probe_e, prep_e);
     }
     fclose(f);
@@ -294,9 +303,11 @@ static void hostile_objects(void **state)
             assert_true(sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &p,
                                             SOPHON_WIRE_LATEST) < 0);
             assert_true(sophon__remote_probe(&pr, c.io, bad[i % nbad]) < 0);
+            assert_true(sophon__remote_prep(&resp, &resp_len, c.io, bad[i % nbad], &crop,
+                                            SOPHON_WIRE_LATEST) < 0);
         }
         long grown = osd_rss_kb() - b;
-        printf("  after 1,000 bad prep + probe calls: %+ld kB\n", grown);
+        printf("  after 1,000 bad prep + probe + crop calls: %+ld kB\n", grown);
         least = grown < least ? grown : least;
     }
     /*
@@ -328,8 +339,8 @@ static void malformed_requests(void **state)
     struct conn c;
     size_t len;
     uint8_t *jpeg = read_file(args[0], &len);
-    uint8_t good[2][SOPHON_REQUEST_LEN], req[256];
-    size_t good_len[2];
+    uint8_t good[3][SOPHON_REQUEST_LEN], req[256];
+    size_t good_len[3];
     char out[64];
     struct sophon_prep_params p = box_params(0, 0, 16, 16), decoded;
     unsigned seed = 4321;
@@ -337,9 +348,13 @@ static void malformed_requests(void **state)
 
     connect_as(&c, "client.sophon");
     put_object(&c, "requests.jpg", jpeg, len);
-    /* Valid requests of both layouts the class speaks, to mutate. */
+    /* Valid requests of every layout the class speaks, to mutate: layout 3 a crop. */
     good_len[0] = (size_t)sophon_request_encode_as(good[0], sizeof(good[0]), &p, SOPHON_WIRE_V1);
     good_len[1] = (size_t)sophon_request_encode_as(good[1], sizeof(good[1]), &p, SOPHON_WIRE_V2);
+    struct sophon_prep_params cp = p;
+    cp.stage = SOPHON_WIRE_CROP;
+    cp.fallback = SOPHON_FALLBACK_PIXELS;
+    good_len[2] = (size_t)sophon_request_encode_as(good[2], sizeof(good[2]), &cp, SOPHON_WIRE_V3);
     /* Random bytes of every length up to 100, and a valid request with random bytes changed. */
     for (int i = 0; i < 800; i++) {
         size_t n;
@@ -348,7 +363,7 @@ static void malformed_requests(void **state)
             for (size_t k = 0; k < n; k++)
                 req[k] = (uint8_t)rand_r(&seed);
         } else {
-            int v = i % 2;
+            int v = i % 3;
             n = good_len[v];
             memcpy(req, good[v], n);
             int flips = 1 + rand_r(&seed) % 4;
