@@ -13,7 +13,8 @@
  *    of the box looks past the crop's edge where the source has more;
  *  - block smoothing, which libjpeg applies to a progressive file whose scans leave some of the
  *    first AC coefficients unknown: a crop (whose coefficients are all known) would not be
- *    smoothed. Those files are refused with -EDOM.
+ *    smoothed. Those files are refused with -EDOM, as are files with coefficients out of the
+ *    range a sequential JPEG can code (codable()), which only a corrupt file has.
  * The colour space, the component identifiers and sampling factors and the quantization tables
  * are copied (jpeg_copy_critical_parameters), with the marker that makes a decoder read the
  * colours as the source's are read: JFIF for YCbCr and grayscale, Adobe for RGB, CMYK and YCCK.
@@ -253,6 +254,32 @@ static int reuse_tables(struct crop_state *s)
     return 1;
 }
 
+/*
+ * Whether n blocks' coefficients fit sequential 8-bit Huffman coding: AC magnitudes of at most
+ * 10 bits, DC values within [-1024, 1023] (a DC of 8-bit samples is, and their differences then
+ * stay within 11 bits). A corrupt or crafted source can hold larger ones, which libjpeg decodes
+ * but whose codes a sequential JPEG does not have: its pixels have no crop.
+ */
+static int codable(const JBLOCK *b, JDIMENSION n)
+{
+    const JCOEF *c = b[0];
+    size_t total = (size_t)n * DCTSIZE2;
+    int bad = 0, edge = 0;
+    /* One pass the compiler vectorizes: within [-1024, 1023], and whether -1024 occurs at all
+     * (allowed for DC only, so then the exact check). */
+    for (size_t i = 0; i < total; i++) {
+        bad |= (uint16_t)(c[i] + 1024) > 2047;
+        edge |= c[i] == -1024;
+    }
+    if (bad)
+        return 0;
+    for (JDIMENSION i = 0; edge && i < n; i++)
+        for (int k = 1; k < DCTSIZE2; k++)
+            if (b[i][k] == -1024)
+                return 0;
+    return 1;
+}
+
 /* The block arrays of the crop, each component's region of blocks at the source's offset. */
 static void write_crop(struct crop_state *s, jvirt_barray_ptr *src_arrays, uint32_t x, uint32_t y,
                        uint32_t w, uint32_t h, int optimize)
@@ -305,6 +332,10 @@ static void write_crop(struct crop_state *s, jvirt_barray_ptr *src_arrays, uint3
             JBLOCKARRAY in =
                 (*c->mem->access_virt_barray)((j_common_ptr)c, src_arrays[ci], y0 + r, 1, FALSE);
             memcpy(out[0], in[0] + x0, sizeof(JBLOCK) * ncopy);
+            if (!codable(out[0], ncopy))
+                sophon__jpeg_fail(&s->j, -EDOM,
+                                  "coefficients out of the range a sequential JPEG can code: the "
+                                  "file is corrupt or crafted, and no crop reproduces its pixels");
         }
     }
     jpeg_finish_compress(d);
