@@ -1735,7 +1735,7 @@ static int check_crop_boxes(const struct jpeg_buf *j, uint32_t s, int cases, con
 /* Every kind, baseline and progressive, at sizes on and off the iMCU grid. */
 static void test_crop_modes(void **state)
 {
-    static const uint32_t sizes[][2] = {{203, 97}, {64, 48}, {17, 301}, {300, 200}};
+    static const uint32_t sizes[][2] = {{203, 97}, {64, 48}, {17, 301}};
     char what[64];
 
     (void)state;
@@ -1746,7 +1746,7 @@ static void test_crop_modes(void **state)
                 snprintf(what, sizeof(what), "crop %s %ux%u%s", kind_names[k], j.w, j.h,
                          prog ? " prog" : "");
                 assert_int_equal(
-                    check_crop_boxes(&j, 99u + (uint32_t)k * 31u + (uint32_t)z, 16, what), 0);
+                    check_crop_boxes(&j, 99u + (uint32_t)k * 31u + (uint32_t)z, 10, what), 0);
                 free(j.data);
             }
 }
