@@ -78,13 +78,14 @@ step "traffic and time per policy (one epoch of ${dataset}, $(wc -l <"$table") p
 import sys
 rows = [dict(kv.split("=", 1) for kv in line.split()) for line in open(sys.argv[1])]
 none = next(float(r["bytes"]) for r in rows if r["policy"] == "none")
-print("| policy | MB received | vs none | planner MB | offloaded | epoch s | modelled s | client CPU s | OSD CPU s | failed |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| policy | MB received | vs none | planner MB | offloaded | as crops | epoch s | modelled s | client CPU s | OSD CPU s | failed |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
-    print("| %s | %.2f | %.2fx | %.2f | %s/%s | %.2f | %.2f | %.2f | %.2f | %s |" % (
+    print("| %s | %.2f | %.2fx | %.2f | %s/%s | %s | %.2f | %.2f | %.2f | %.2f | %s |" % (
         r["policy"], float(r["bytes"]) / 1e6, float(r["bytes"]) / none,
-        float(r["predicted"]) / 1e6, r["offloaded"], r["samples"], float(r["seconds"]),
-        float(r["model_s"]), float(r["client_cpu"]), float(r["osd_cpu"]), r["failed"]))
+        float(r["predicted"]) / 1e6, r["offloaded"], r["samples"], r.get("crop_samples", "0"),
+        float(r["seconds"]), float(r["model_s"]), float(r["client_cpu"]), float(r["osd_cpu"]),
+        r["failed"]))
 
 # The same, as a picture: traffic and epoch time per policy, measured next to the planner's.
 import matplotlib
