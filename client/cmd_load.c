@@ -44,7 +44,8 @@ static const char usage[] =
     "                          its affinity, capped by its cgroup's CPU quota)\n"
     "      --net RATE          bandwidth the plan assumes (default: measured when the loader\n"
     "                          opens, reading objects as stored for at most 2 s or 48 MB)\n"
-    "      --storage-cores N   OSD cores the plan may use (default 4)\n"
+    "      --storage-cores N   OSD cores the plan may use (default: measured when the loader\n"
+    "                          opens, preparing sampled objects in the OSDs for at most 2 s)\n"
     "      --client-cores N    client cores the plan assumes (default: measured, the threads\n"
     "                          on the CPU this process may use)\n"
     "      --retries N         retries of a failed operation before the local path (default 4)\n"
@@ -161,10 +162,11 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
                            (double)st->predicted_bytes
                      : 0.0;
     printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, client %.2f; link %.1f "
-           "Mbit/s, %s); measured: %.2f MB (%+.2f%%), %.2f s\n",
+           "Mbit/s, %s; OSDs %.2f cores, %s); measured: %.2f MB (%+.2f%%), %.2f s\n",
            (double)st->predicted_bytes / 1e6, st->predicted_epoch_s, st->storage_speed,
            st->client_speed, st->bandwidth_Bps * 8 / 1e6,
-           st->bandwidth_measured ? "measured" : "as given", (double)st->bytes_received / 1e6, dev,
+           st->bandwidth_measured ? "measured" : "as given", st->storage_cores,
+           st->storage_measured ? "measured" : "as given", (double)st->bytes_received / 1e6, dev,
            st->elapsed_s);
     printf("  CPU: client process %.2f s (%.2f ms/sample, %.0f samples/s per core), loader "
            "workers %.2f s, OSDs %.2f s\n",
@@ -174,7 +176,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
-           "predicted_crop=%llu link_mbit=%.2f link_measured=%d\n",
+           "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
+           "osd_cores_measured=%d\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -182,7 +185,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s,
            (unsigned long long)st->crop_bytes, (unsigned long long)st->crop_samples,
            (unsigned long long)st->predicted_crop_bytes, st->bandwidth_Bps * 8 / 1e6,
-           st->bandwidth_measured);
+           st->bandwidth_measured, st->storage_cores, st->storage_measured);
 }
 
 enum {

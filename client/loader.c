@@ -87,6 +87,7 @@ struct sophon_loader {
     struct sophon_dataset ds;
     unsigned stages;               /* the stages the plan may choose (selector.h's bits) */
     double measured_Bps;           /* the link as measured at open (measure_link); 0: not */
+    double measured_cores;         /* the OSDs' CPU as measured at open (measure_osds); 0: not */
     uint64_t measure_bytes;        /* what that measurement read */
     sophon_records *epoch_records; /* ds.records with this epoch's crop bytes, when offered */
     int64_t *mtimes; /* per record, its index stamp's mtime (when profiled); 0 unknown */
@@ -786,6 +787,67 @@ static void measure_link(struct sophon_loader *l)
         l->measure_bytes += x[i].bytes;
 }
 
+/* One measuring prep: RandomResizedCrop's box of a sample, decoded in full, resized to 8 x 8,
+ * so that its response (304 bytes) costs the link nothing. */
+#define MEASURE_SIDE 8u
+
+/*
+ * The OSDs' CPU available for preparation, measured (estimate.h): preps of objects spread over
+ * the dataset, MEASURE_DEPTH in flight, until MEASURE_READS or MEASURE_S: the OSD CPU their
+ * responses report, per second. MEASURE_DEPTH decodes at once keep the OSDs' cores (or their
+ * cgroup's quota) busy, and 8 x 8 outputs keep the link out of it: what comes out is the CPU
+ * the OSDs give this client's preparation. Sets l->measured_cores (0 when it could not tell: no
+ * class, too few answers).
+ */
+static void measure_osds(struct sophon_loader *l)
+{
+    size_t n = sophon_records_count(l->ds.records);
+    struct sophon__xfer x[MEASURE_READS];
+    rados_completion_t c[MEASURE_DEPTH];
+    char out[MEASURE_DEPTH][512];
+    size_t head = 0, tail = 0, m = 0, next = 0, step = n / MEASURE_READS + 1;
+    double t0 = now_s();
+    l->measured_cores = 0;
+    for (;;) {
+        while (tail - head < MEASURE_DEPTH && next < n && tail < MEASURE_READS &&
+               now_s() - t0 < MEASURE_S) {
+            const struct sophon_record *rec = record(l, next);
+            struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+            uint8_t req[SOPHON_REQUEST_LEN];
+            size_t i = next;
+            next += step;
+            if (geometry_unknown(rec) || rec->stage[SOPHON_STAGE_U8].bytes == 0 ||
+                sophon_draw_crop(&p, 0x5eed, 0, i, rec->width, rec->height, &l->crop) < 0)
+                continue;
+            p.out_w = p.out_h = MEASURE_SIDE;
+            int len = sophon_request_encode_as(req, sizeof(req), &p, l->wire);
+            size_t k = tail % MEASURE_DEPTH;
+            if (len < 0 || rados_aio_create_completion2(NULL, NULL, &c[k]) < 0)
+                continue;
+            if (rados_aio_exec(l->io, rec->name, c[k], "sophon", "prep", (const char *)req,
+                               (size_t)len, out[k], sizeof(out[k])) < 0) {
+                rados_aio_release(c[k]);
+                continue;
+            }
+            tail++;
+        }
+        if (head == tail)
+            break;
+        size_t k = head % MEASURE_DEPTH;
+        rados_aio_wait_for_complete(c[k]);
+        int r = rados_aio_get_return_value(c[k]);
+        struct sophon_response h;
+        const uint8_t *payload;
+        if (r > 0 && m < MEASURE_READS &&
+            sophon_response_decode(&h, &payload, (const uint8_t *)out[k], (size_t)r) == 0)
+            x[m++] = (struct sophon__xfer){now_s(), h.cpu_ns};
+        rados_aio_release(c[k]);
+        head++;
+    }
+    /* CPU nanoseconds per second: cores. */
+    l->measured_cores = sophon__rate_estimate(x, m) / 1e9;
+}
+
 /*
  * The stages the plan may choose: the options' (all by default), without the crop stage where
  * the class does not make crops (wire format 3).
@@ -890,6 +952,8 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     /* A version 1 caller's 0 meant "measure" too. */
     int measure_bw = opts == NULL || opts->bandwidth_Bps == SOPHON_BUDGET_MEASURE ||
                      (opts->version == 1 && opts->bandwidth_Bps == 0);
+    int measure_cores = opts == NULL || opts->storage_cores == SOPHON_BUDGET_MEASURE ||
+                        (opts->version == 1 && opts->storage_cores == 0);
     int policy = parse_policy(o.policy);
 
     struct sophon_loader *l = calloc(1, sizeof(*l));
@@ -923,6 +987,18 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     l->client_speed = 1.0;
     ask_wire(l);
     restrict_stages(l);
+    if (measure_cores && l->class_ok) {
+        /* This rank's share of the OSDs, while the other ranks measure too: the job's is the
+         * world's. */
+        measure_osds(l);
+        if (l->measured_cores > 0)
+            l->o.storage_cores = l->measured_cores * l->o.world;
+        else
+            say(l,
+                "warning: could not measure the OSDs' CPU (no answers from the sophon class); "
+                "planning for %.1f OSD cores: give --storage-cores to plan for the real ones",
+                l->o.storage_cores);
+    }
     if (measure_bw) {
         measure_link(l);
         if (l->measured_Bps > 0)
@@ -1082,6 +1158,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.predicted_epoch_s = shard_epoch_s(l, plan, &budget, order, m);
     l->st.bandwidth_Bps = l->o.bandwidth_Bps;
     l->st.bandwidth_measured = l->measured_Bps > 0;
+    l->st.storage_cores = l->o.storage_cores;
+    l->st.storage_measured = l->measured_cores > 0;
     l->st.measure_bytes = l->measure_bytes;
     l->t0 = now_s();
     l->running = 1;

@@ -110,8 +110,10 @@ enum sophon_loader_stage {
  * client cores are measured: `threads` on the CPU this process may use (its affinity mask,
  * capped by its cgroup's CPU quota). The link is measured when the loader opens: objects of the
  * dataset read as stored, many in flight, for at most 2 s or 48 MB (1 Gbit/s when too few could
- * be read). The OSD cores are not measured yet: for them this stands for sophon plan's default,
- * 4 OSD cores.
+ * be read). The OSD cores are measured when the loader opens too: preps of sampled objects,
+ * 16 in flight with 8 x 8 outputs (so that the link does not limit them), for at most 2 s: the
+ * OSD CPU their responses report per second, times world (every rank measures its share at
+ * once); 4 OSD cores when the class does not answer.
  */
 #define SOPHON_BUDGET_MEASURE (-1.0)
 
@@ -222,6 +224,8 @@ struct sophon_loader_stats {
     double bandwidth_Bps;   /* this rank's link as the plan took it: given, or measured */
     int bandwidth_measured; /* 1 if measured (SOPHON_BUDGET_MEASURE), from reads of measure_bytes */
     uint64_t measure_bytes;
+    double storage_cores; /* the job's OSD cores as the plan took them: given, or measured */
+    int storage_measured; /* 1 if measured (SOPHON_BUDGET_MEASURE) */
 };
 
 /* clang-format off */

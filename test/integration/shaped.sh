@@ -7,7 +7,8 @@
 #              killed with SIGKILL, and nothing it did not make
 #   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
-#   measure    sophon load without --net measures a 100Mbit link within 15%, and plans for it
+#   measure    sophon load without --net and --storage-cores measures a 100Mbit link within
+#              15% and OSDs capped at 0.5 cores, and plans for them
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -343,14 +344,14 @@ mode_linkcut() {
 # it opens, and plans for the rate it saw; with --net it plans for what it was given.
 mode_measure() {
     [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
-    start --osds 1 --net 100Mbit
+    start --osds 1 --net 100Mbit --osd-cores 0.5
     names
     local ds=measure
     small_dataset "$corpus" "$sophon" "$work/$ds" 20 || die "make-dataset.sh failed"
     on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
         on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
         die "cannot make the dataset through exec"
-    local i mbit
+    local i mbit cores
     for i in 1 2; do
         on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
             >"$work/m$i.log" 2>&1 || die "load failed: $(tail -3 "$work/m$i.log")"
@@ -360,11 +361,18 @@ mode_measure() {
         awk -v m="$mbit" 'BEGIN {exit !(m >= 85 && m <= 115)}' &&
             ok "run $i: measured $mbit Mbit/s on a 100 Mbit/s link (within 15%)" ||
             bad "run $i: measured $mbit Mbit/s on a 100 Mbit/s link"
+        # What preparation gets of the cap: the OSD's own work (messenger, reads) takes the rest.
+        cores=$(grep -o ' osd_cores=[0-9.]*' "$work/m$i.log" | head -1 | cut -d= -f2)
+        grep -q ' osd_cores_measured=1' "$work/m$i.log" &&
+            awk -v c="$cores" 'BEGIN {exit !(c >= 0.3 && c <= 0.55)}' &&
+            ok "run $i: measured $cores OSD cores for preparation under a cap of 0.5" ||
+            bad "run $i: OSD cores: $(grep '^stats:' "$work/m$i.log")"
     done
     on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
-        --net 40Mbit >"$work/given.log" 2>&1 || die "load --net failed"
-    grep -q ' link_mbit=40.00 link_measured=0' "$work/given.log" &&
-        ok "--net 40Mbit is planned for as given" || bad "--net: $(grep '^stats:' "$work/given.log")"
+        --net 40Mbit --storage-cores 2 >"$work/given.log" 2>&1 || die "load --net failed"
+    grep -q ' link_mbit=40.00 link_measured=0 osd_cores=2.000 osd_cores_measured=0' \
+        "$work/given.log" && ok "--net 40Mbit --storage-cores 2 are planned for as given" ||
+        bad "--net: $(grep '^stats:' "$work/given.log")"
 }
 
 case "$mode" in
