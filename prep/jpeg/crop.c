@@ -196,8 +196,13 @@ static void refuse_smoothed(struct crop_state *s)
                     "smooths its blocks, which no crop reproduces");
 }
 
-/* Whether a Huffman table has a code for each of symbols 0..n-1. */
-static int has_symbols(const JHUFF_TBL *t, int n)
+/*
+ * Whether a Huffman table codes every symbol an 8-bit sequential scan can need: for DC the
+ * magnitude categories 0..11, for AC end-of-block, the run of 16 zeros and every run of 0..15
+ * zeros before a magnitude of 1..10 bits (162 symbols: the standard tables do, most encoders'
+ * defaults).
+ */
+static int codes_every_symbol(const JHUFF_TBL *t, int dc)
 {
     int seen[256] = {0}, total = 0, got = 0;
     if (t == NULL)
@@ -206,9 +211,15 @@ static int has_symbols(const JHUFF_TBL *t, int n)
         total += t->bits[l];
     for (int k = 0; k < total && k < 256; k++)
         seen[t->huffval[k]] = 1;
-    for (int v = 0; v < n; v++)
-        got += seen[v];
-    return got == n;
+    if (dc) {
+        for (int v = 0; v <= 11; v++)
+            got += seen[v];
+        return got == 12;
+    }
+    for (int run = 0; run < 16; run++)
+        for (int size = 1; size <= 10; size++)
+            got += seen[run << 4 | size];
+    return got == 160 && seen[0x00] && seen[0xf0];
 }
 
 static JHUFF_TBL *copy_table(j_compress_ptr d, const JHUFF_TBL *from)
@@ -221,11 +232,12 @@ static JHUFF_TBL *copy_table(j_compress_ptr d, const JHUFF_TBL *from)
 }
 
 /*
- * A baseline source's own Huffman tables, where they code every symbol the crop has: its blocks
- * are the source's, so their AC symbols are too; only the DC differences change (the block before
- * each row's first is another), so the DC tables must code every magnitude category (0..11).
- * They cost no statistics pass and code about as well as optimized ones (the encoder chose them
- * for this image). Returns 1 if the crop uses them.
+ * A baseline source's own Huffman tables, where they code every symbol a sequential scan can
+ * need. Not only the symbols the source has: DC differences change where the crop's rows begin,
+ * and a damaged source can decode to blocks whose coefficients its own codes never spelled (a
+ * zero run past the block's end lands on its last coefficient). Such tables are most encoders'
+ * defaults (the standard ones); they cost no statistics pass and code the crop as the source was
+ * coded. Returns 1 if the crop uses them.
  */
 static int reuse_tables(struct crop_state *s)
 {
@@ -237,8 +249,9 @@ static int reuse_tables(struct crop_state *s)
     for (int ci = 0; ci < c->num_components; ci++) {
         const jpeg_component_info *k = &c->comp_info[ci];
         if (k->dc_tbl_no < 0 || k->dc_tbl_no >= NUM_HUFF_TBLS || k->ac_tbl_no < 0 ||
-            k->ac_tbl_no >= NUM_HUFF_TBLS || c->ac_huff_tbl_ptrs[k->ac_tbl_no] == NULL ||
-            !has_symbols(c->dc_huff_tbl_ptrs[k->dc_tbl_no], 12))
+            k->ac_tbl_no >= NUM_HUFF_TBLS ||
+            !codes_every_symbol(c->dc_huff_tbl_ptrs[k->dc_tbl_no], 1) ||
+            !codes_every_symbol(c->ac_huff_tbl_ptrs[k->ac_tbl_no], 0))
             return 0;
     }
     for (int n = 0; n < NUM_HUFF_TBLS; n++) {
