@@ -117,6 +117,29 @@ expect "a bad --std" 2 "--std wants three numbers a,b,c .*none 0" \
     "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 --std 0.2,0,0.2
 expect "a bad --transform" 2 "--transform wants train or val" \
     "$sophon" prep "$work/tree/cats/a.jpg" --transform test
+# The crop stage: the OSD's crop JPEG written as a file any viewer opens, the box placed in it;
+# prepared with the box moved there, it gives the sample of the stored object.
+if "$sophon" exec --id sophon -p "$pool" dogs/b.jpg --seed 4 --stage crop -o "$work/box.jpg" \
+    >"$work/crop.txt"; then
+    read -r bx by < <(sed -n 's/.*(the box at \([0-9]*\),\([0-9]*\) in it).*/\1 \2/p' "$work/crop.txt")
+    box=$(sed -n 's/^[^:]*: box \([0-9]*\),\([0-9]*\),\([0-9]*\),\([0-9]*\) -> crop.*/\3,\4/p' \
+        "$work/crop.txt")
+    flip=$("$sophon" exec --id sophon -p "$pool" dogs/b.jpg --seed 4 -o "$work/whole.raw" |
+        grep -q flipped && echo --flip)
+    /usr/bin/python3 -c "from PIL import Image; im = Image.open('$work/box.jpg'); im.load(); assert im.format == 'JPEG'" &&
+        "$sophon" prep "$work/box.jpg" --box "$bx,$by,$box" $flip -o "$work/fromcrop.raw" >/dev/null &&
+        cmp -s "$work/whole.raw" "$work/fromcrop.raw" &&
+        ok "exec --stage crop -o box.jpg: Pillow opens it, and the box in it gives the sample" ||
+        bad "exec --stage crop: $(cat "$work/crop.txt")"
+else
+    bad "exec --stage crop failed"
+fi
+expect "exec --stage crop,pixels under --crop-max returns the pixels" 0 "pixels: smaller than the crop" \
+    "$sophon" exec --id sophon -p "$pool" dogs/b.jpg --seed 4 --stage crop,pixels --crop-max 100
+expect "exec --stage crop under --crop-max explains" 1 "larger than --crop-max" \
+    "$sophon" exec --id sophon -p "$pool" dogs/b.jpg --seed 4 --stage crop --crop-max 100
+expect "a bad --stage" 2 "--stage .*: want pixels, crop or crop,pixels" \
+    "$sophon" prep "$work/tree/cats/a.jpg" --seed 1 --stage png
 expect "help on exec" 0 "Usage: sophon exec" "$sophon" exec --help
 for o in cats/a.jpg dogs/b.jpg dogs/more/c.jpg cli.garbage; do rados -p "$pool" rm "$o"; done
 finish
