@@ -728,124 +728,141 @@ static void ask_wire(struct sophon_loader *l)
             (unsigned)l->wire, (unsigned)SOPHON_WIRE_LATEST);
 }
 
-/* The link's measurement: at most this many reads, bytes and seconds, this many in flight. */
+/* A measurement at open: at most this many operations, bytes read and seconds, this many in
+ * flight. */
 #define MEASURE_READS 96
 #define MEASURE_BYTES (48u << 20)
 #define MEASURE_S     2.0
 #define MEASURE_DEPTH 16
+/* A measuring prep: RandomResizedCrop's box of a sample, decoded in full, resized to 8 x 8, so
+ * that its response (248 bytes) costs the link nothing. */
+#define MEASURE_SIDE 8u
+
+/* One operation of a measurement: its completion and the buffer it reads into. */
+struct measure_op {
+    rados_completion_t c;
+    char *buf;
+    size_t cap;
+};
+
+/* Starts the measuring operation of record `index` into op (op->c created): 0, or < 0 to skip
+ * the record. Then, when it completed with rc, what it measured (bytes, CPU ns), 0 for nothing. */
+typedef int (*measure_start_fn)(struct sophon_loader *l, size_t index, struct measure_op *op);
+typedef uint64_t (*measure_done_fn)(const struct measure_op *op, int rc);
 
 /*
- * The link's bandwidth, measured (estimate.h): objects spread over the dataset read as stored,
- * MEASURE_DEPTH in flight, until MEASURE_READS, MEASURE_BYTES or MEASURE_S. Sets
- * l->measured_Bps (0 when it could not tell) and l->measure_bytes.
+ * Runs operations on records spread over the dataset, MEASURE_DEPTH in flight, until
+ * MEASURE_READS, MEASURE_BYTES read or MEASURE_S; returns the rate of what they measured
+ * (estimate.h: per second, 0 when it cannot tell) and its sum in *total.
  */
-static void measure_link(struct sophon_loader *l)
+static double measure(struct sophon_loader *l, measure_start_fn start, measure_done_fn done,
+                      uint64_t *total)
 {
     size_t n = sophon_records_count(l->ds.records);
     struct sophon__xfer x[MEASURE_READS];
-    rados_completion_t c[MEASURE_DEPTH];
-    char *buf[MEASURE_DEPTH];
+    struct measure_op op[MEASURE_DEPTH];
     size_t head = 0, tail = 0, m = 0, next = 0, step = n / MEASURE_READS + 1;
-    uint64_t issued_bytes = 0;
+    uint64_t issued = 0;
     double t0 = now_s();
     for (;;) {
-        /* Keep MEASURE_DEPTH reads in flight while the budget lasts. */
         while (tail - head < MEASURE_DEPTH && next < n && tail < MEASURE_READS &&
-               issued_bytes < MEASURE_BYTES && now_s() - t0 < MEASURE_S) {
-            const struct sophon_record *rec = record(l, next);
+               issued < MEASURE_BYTES && now_s() - t0 < MEASURE_S) {
+            struct measure_op *o = &op[tail % MEASURE_DEPTH];
+            size_t i = next;
             next += step;
-            if (rec->stored_bytes == 0 || rec->stored_bytes > (8u << 20))
+            *o = (struct measure_op){0};
+            if (rados_aio_create_completion2(NULL, NULL, &o->c) < 0)
+                break;
+            if (start(l, i, o) < 0) {
+                rados_aio_release(o->c);
+                free(o->buf);
                 continue;
-            size_t k = tail % MEASURE_DEPTH;
-            buf[k] = malloc(rec->stored_bytes);
-            if (buf[k] == NULL || rados_aio_create_completion2(NULL, NULL, &c[k]) < 0) {
-                free(buf[k]);
-                break;
             }
-            if (rados_aio_read(l->io, rec->name, c[k], buf[k], rec->stored_bytes, 0) < 0) {
-                rados_aio_release(c[k]);
-                free(buf[k]);
-                break;
-            }
-            issued_bytes += rec->stored_bytes;
+            issued += o->cap;
             tail++;
         }
         if (head == tail)
             break;
-        size_t k = head % MEASURE_DEPTH;
-        rados_aio_wait_for_complete(c[k]);
-        int r = rados_aio_get_return_value(c[k]);
-        if (r > 0 && m < MEASURE_READS)
-            x[m++] = (struct sophon__xfer){now_s(), (uint64_t)r};
-        rados_aio_release(c[k]);
-        free(buf[k]);
+        struct measure_op *o = &op[head % MEASURE_DEPTH];
+        rados_aio_wait_for_complete(o->c);
+        uint64_t v = done(o, rados_aio_get_return_value(o->c));
+        if (v > 0 && m < MEASURE_READS)
+            x[m++] = (struct sophon__xfer){now_s(), v};
+        rados_aio_release(o->c);
+        free(o->buf);
         head++;
     }
-    l->measured_Bps = sophon__rate_estimate(x, m);
-    l->measure_bytes = 0;
+    *total = 0;
     for (size_t i = 0; i < m; i++)
-        l->measure_bytes += x[i].bytes;
+        *total += x[i].bytes;
+    return sophon__rate_estimate(x, m);
 }
 
-/* One measuring prep: RandomResizedCrop's box of a sample, decoded in full, resized to 8 x 8,
- * so that its response (304 bytes) costs the link nothing. */
-#define MEASURE_SIDE 8u
+/* The link: objects read as stored (no OSD CPU, so the link limits them). */
+static int start_read(struct sophon_loader *l, size_t index, struct measure_op *o)
+{
+    const struct sophon_record *rec = record(l, index);
+    if (rec->stored_bytes == 0 || rec->stored_bytes > (8u << 20))
+        return -1;
+    o->cap = rec->stored_bytes;
+    o->buf = malloc(o->cap);
+    if (o->buf == NULL)
+        return -1;
+    return rados_aio_read(l->io, rec->name, o->c, o->buf, o->cap, 0) < 0 ? -1 : 0;
+}
+
+static uint64_t done_read(const struct measure_op *o, int rc)
+{
+    (void)o;
+    return rc > 0 ? (uint64_t)rc : 0;
+}
+
+/* The OSDs' CPU: preps with tiny outputs, so that the OSDs' cores (or their cgroup's quota)
+ * limit them; what their responses report. */
+static int start_prep(struct sophon_loader *l, size_t index, struct measure_op *o)
+{
+    const struct sophon_record *rec = record(l, index);
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    uint8_t req[SOPHON_REQUEST_LEN];
+    if (geometry_unknown(rec) || rec->stage[SOPHON_STAGE_U8].bytes == 0 ||
+        sophon_draw_crop(&p, 0x5eed, 0, index, rec->width, rec->height, &l->crop) < 0)
+        return -1;
+    p.out_w = p.out_h = MEASURE_SIDE;
+    int len = sophon_request_encode_as(req, sizeof(req), &p, l->wire);
+    o->cap = 512;
+    o->buf = malloc(o->cap);
+    if (len < 0 || o->buf == NULL)
+        return -1;
+    return rados_aio_exec(l->io, rec->name, o->c, "sophon", "prep", (const char *)req, (size_t)len,
+                          o->buf, o->cap) < 0
+               ? -1
+               : 0;
+}
+
+static uint64_t done_prep(const struct measure_op *o, int rc)
+{
+    struct sophon_response h;
+    const uint8_t *payload;
+    if (rc <= 0 || sophon_response_decode(&h, &payload, (const uint8_t *)o->buf, (size_t)rc) < 0)
+        return 0;
+    return h.cpu_ns;
+}
+
+/* The link's bandwidth, measured: l->measured_Bps (0 when it could not tell), l->measure_bytes. */
+static void measure_link(struct sophon_loader *l)
+{
+    l->measured_Bps = measure(l, start_read, done_read, &l->measure_bytes);
+}
 
 /*
- * The OSDs' CPU available for preparation, measured (estimate.h): preps of objects spread over
- * the dataset, MEASURE_DEPTH in flight, until MEASURE_READS or MEASURE_S: the OSD CPU their
- * responses report, per second. MEASURE_DEPTH decodes at once keep the OSDs' cores (or their
- * cgroup's quota) busy, and 8 x 8 outputs keep the link out of it: what comes out is the CPU
- * the OSDs give this client's preparation. Sets l->measured_cores (0 when it could not tell: no
- * class, too few answers).
+ * The OSDs' CPU available for this client's preparation, measured: the CPU their responses
+ * report per second, MEASURE_DEPTH decodes at once. l->measured_cores, 0 when it could not tell
+ * (no class, too few answers).
  */
 static void measure_osds(struct sophon_loader *l)
 {
-    size_t n = sophon_records_count(l->ds.records);
-    struct sophon__xfer x[MEASURE_READS];
-    rados_completion_t c[MEASURE_DEPTH];
-    char out[MEASURE_DEPTH][512];
-    size_t head = 0, tail = 0, m = 0, next = 0, step = n / MEASURE_READS + 1;
-    double t0 = now_s();
-    l->measured_cores = 0;
-    for (;;) {
-        while (tail - head < MEASURE_DEPTH && next < n && tail < MEASURE_READS &&
-               now_s() - t0 < MEASURE_S) {
-            const struct sophon_record *rec = record(l, next);
-            struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
-            uint8_t req[SOPHON_REQUEST_LEN];
-            size_t i = next;
-            next += step;
-            if (geometry_unknown(rec) || rec->stage[SOPHON_STAGE_U8].bytes == 0 ||
-                sophon_draw_crop(&p, 0x5eed, 0, i, rec->width, rec->height, &l->crop) < 0)
-                continue;
-            p.out_w = p.out_h = MEASURE_SIDE;
-            int len = sophon_request_encode_as(req, sizeof(req), &p, l->wire);
-            size_t k = tail % MEASURE_DEPTH;
-            if (len < 0 || rados_aio_create_completion2(NULL, NULL, &c[k]) < 0)
-                continue;
-            if (rados_aio_exec(l->io, rec->name, c[k], "sophon", "prep", (const char *)req,
-                               (size_t)len, out[k], sizeof(out[k])) < 0) {
-                rados_aio_release(c[k]);
-                continue;
-            }
-            tail++;
-        }
-        if (head == tail)
-            break;
-        size_t k = head % MEASURE_DEPTH;
-        rados_aio_wait_for_complete(c[k]);
-        int r = rados_aio_get_return_value(c[k]);
-        struct sophon_response h;
-        const uint8_t *payload;
-        if (r > 0 && m < MEASURE_READS &&
-            sophon_response_decode(&h, &payload, (const uint8_t *)out[k], (size_t)r) == 0)
-            x[m++] = (struct sophon__xfer){now_s(), h.cpu_ns};
-        rados_aio_release(c[k]);
-        head++;
-    }
-    /* CPU nanoseconds per second: cores. */
-    l->measured_cores = sophon__rate_estimate(x, m) / 1e9;
+    uint64_t ns;
+    l->measured_cores = measure(l, start_prep, done_prep, &ns) / 1e9;
 }
 
 /*

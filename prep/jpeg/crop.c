@@ -101,31 +101,14 @@ struct crop_state {
     uint32_t scans; /* the source's SOS markers */
 };
 
-/* The walk, the header and the limits, as the region decode checks them (decode.c). */
+/* The file's checks and header, as the region decode reads them (guard.h), and the components
+ * sophon decodes. */
 static void read_source_header(struct crop_state *s, const uint8_t *jpeg, size_t len,
                                const struct sophon_limits *lim)
 {
     struct jpeg_decompress_struct *c = &s->j.cinfo;
-    struct sophon__markers mk;
 
-    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
-    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
-        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
-    if (!mk.eoi)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
-    s->scans = mk.scans;
-    sophon__jpeg_src(&s->j, jpeg, len);
-    if (lim->max_pixels != 0) {
-        uint64_t b = lim->max_pixels * 8 + (16u << 20);
-        c->mem->max_memory_to_use = b > (uint64_t)LONG_MAX ? LONG_MAX : (long)b;
-    }
-    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
-    if (c->data_precision != 8)
-        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "not an 8-bit JPEG");
-    if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
-        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
+    sophon__jpeg_open(&s->j, jpeg, len, lim, &s->scans);
     if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4)
         sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "JPEG with a component count other than 1, 3 or 4");
     if (c->num_components == 4 && c->jpeg_color_space != JCS_CMYK &&

@@ -133,21 +133,6 @@ static void gray_to_rgb(uint8_t *dst, const uint8_t *src, size_t n)
         dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = src[i];
 }
 
-/* libjpeg's working memory budget: what a legitimate image within max_pixels can need (a
- * progressive 4:4:4 file keeps 2 bytes per coefficient, 3 components: 6 bytes per pixel), plus
- * slack for tables and row buffers. */
-static long memory_budget(const struct sophon_limits *lim)
-{
-    uint64_t b;
-
-    if (lim->max_pixels == 0)
-        return 0;
-    if (lim->max_pixels > (uint64_t)LONG_MAX / 8)
-        return LONG_MAX;
-    b = lim->max_pixels * 8 + (16u << 20);
-    return b > (uint64_t)LONG_MAX ? LONG_MAX : (long)b;
-}
-
 /* Pick the output colour space Pillow's decoder would use, and refuse what it cannot convert. */
 static void choose_color(struct sophon__jpeg *j)
 {
@@ -266,37 +251,11 @@ static void read_line(struct decode_state *s)
         sophon__jpeg_fail(&s->j, -EBADMSG, "libjpeg returned no scanline");
 }
 
-/*
- * Refuse scan bombs before libjpeg absorbs a single scan, and truncated files even when the
- * region ends before the truncation (rows past the region are never decoded).
- */
-static void walk_file(struct decode_state *s, const uint8_t *jpeg, size_t len,
-                      const struct sophon_limits *lim)
-{
-    struct sophon__markers mk;
-
-    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
-    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
-        sophon__jpeg_fail(&s->j, -E2BIG, "too many scans");
-    if (!mk.eoi)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "truncated JPEG (no EOI marker)");
-}
-
-/* The frame header, under the pixel limit and libjpeg's memory budget. */
+/* The file's checks and header (guard.h), under the limits, then the output colour space. */
 static void read_header(struct decode_state *s, const uint8_t *jpeg, size_t len,
                         const struct sophon_limits *lim)
 {
-    struct jpeg_decompress_struct *c = &s->j.cinfo;
-
-    sophon__jpeg_src(&s->j, jpeg, len);
-    c->mem->max_memory_to_use = memory_budget(lim);
-    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
-        sophon__jpeg_fail(&s->j, -EBADMSG, "JPEG has tables but no image");
-    if (c->data_precision != 8)
-        sophon__jpeg_fail(&s->j, -EMEDIUMTYPE, "not an 8-bit JPEG");
-    if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
-        sophon__jpeg_fail(&s->j, -E2BIG, "image has more pixels than allowed");
+    sophon__jpeg_open(&s->j, jpeg, len, lim, NULL);
     choose_color(&s->j);
 }
 
@@ -459,7 +418,6 @@ int sophon__decode(const uint8_t *jpeg, size_t len, const struct sophon_limits *
     }
     jpeg_create_decompress(c);
     sophon__coefmem_install((j_common_ptr)c, &s->coefmem);
-    walk_file(s, jpeg, len, lim);
     read_header(s, jpeg, len, lim);
     choose_region(s, jpeg, len, cb, flags);
     add_margins(s);

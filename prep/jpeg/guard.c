@@ -9,6 +9,8 @@
 
 #include <jerror.h>
 
+#include "markers.h"
+
 /*
  * libjpeg's message texts, indexed by message code: jerror.h lists them once more when JMESSAGE
  * is defined (the way jerror.c builds its own table). The error manager is set up here rather
@@ -183,4 +185,45 @@ void sophon__jpeg_src(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len)
         sophon__jpeg_fail(j, -EFBIG, "input larger than libjpeg can address");
     jpeg_mem_src(&j->cinfo, jpeg, (unsigned long)len);
     j->cinfo.progress = &j->progress;
+}
+
+/* libjpeg's working memory budget: what a legitimate image within max_pixels can need (a
+ * progressive 4:4:4 file keeps 2 bytes per coefficient, 3 components: 6 bytes per pixel), plus
+ * slack for tables and row buffers. */
+static long memory_budget(const struct sophon_limits *lim)
+{
+    uint64_t b;
+
+    if (lim->max_pixels == 0)
+        return 0;
+    if (lim->max_pixels > (uint64_t)LONG_MAX / 8)
+        return LONG_MAX;
+    b = lim->max_pixels * 8 + (16u << 20);
+    return b > (uint64_t)LONG_MAX ? LONG_MAX : (long)b;
+}
+
+void sophon__jpeg_open(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len,
+                       const struct sophon_limits *lim, uint32_t *scans)
+{
+    struct jpeg_decompress_struct *c = &j->cinfo;
+    struct sophon__markers mk;
+
+    /* Scan bombs are refused before libjpeg absorbs a single scan, and truncated files even when
+     * what is read ends before the truncation. */
+    if (sophon__walk_markers(&mk, jpeg, len, lim->max_scans) < 0)
+        sophon__jpeg_fail(j, -EBADMSG, "not a JPEG (no SOI marker or bad segment length)");
+    if (lim->max_scans != 0 && mk.scans > lim->max_scans)
+        sophon__jpeg_fail(j, -E2BIG, "too many scans");
+    if (!mk.eoi)
+        sophon__jpeg_fail(j, -EBADMSG, "truncated JPEG (no EOI marker)");
+    if (scans != NULL)
+        *scans = mk.scans;
+    sophon__jpeg_src(j, jpeg, len);
+    c->mem->max_memory_to_use = memory_budget(lim);
+    if (jpeg_read_header(c, TRUE) != JPEG_HEADER_OK)
+        sophon__jpeg_fail(j, -EBADMSG, "JPEG has tables but no image");
+    if (c->data_precision != 8)
+        sophon__jpeg_fail(j, -EMEDIUMTYPE, "not an 8-bit JPEG");
+    if (lim->max_pixels != 0 && (uint64_t)c->image_width * c->image_height > lim->max_pixels)
+        sophon__jpeg_fail(j, -E2BIG, "image has more pixels than allowed");
 }

@@ -64,6 +64,17 @@ void sophon__jpeg_init(struct sophon__jpeg *j, const struct sophon_limits *lim);
 /* sophon__jpeg_fail - record code and msg in j and longjmp to j->jump. Does not return. */
 _Noreturn void sophon__jpeg_fail(struct sophon__jpeg *j, int code, const char *msg);
 
+/*
+ * sophon__jpeg_open - the checks every reader of an untrusted file makes before libjpeg reads it,
+ * then its header: a walk over the marker segments (not a JPEG, a scan bomb over lim->max_scans,
+ * a file without EOI: truncated), libjpeg's working memory budget (8 bytes per allowed pixel:
+ * what a legitimate progressive image can need, and slack), jpeg_read_header, then 8-bit
+ * samples and the pixel limit. *scans (if not NULL) gets the SOS markers counted. Fails through
+ * sophon__jpeg_fail.
+ */
+void sophon__jpeg_open(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len,
+                       const struct sophon_limits *lim, uint32_t *scans);
+
 /* sophon__jpeg_src - point the decompressor at jpeg[0..len) (no copy; caller keeps it alive). */
 void sophon__jpeg_src(struct sophon__jpeg *j, const uint8_t *jpeg, size_t len);
 
