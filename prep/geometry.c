@@ -110,6 +110,11 @@ int sophon_prep_crop_region(uint32_t width, uint32_t height, uint32_t imcu_w, ui
     uint64_t y0 = align_down(p->box_y > 0 ? p->box_y - 1 : 0, imcu_h);
     uint64_t x1 = align_up((uint64_t)p->box_x + p->box_w + 1, imcu_w);
     uint64_t y1 = align_up((uint64_t)p->box_y + p->box_h + 1, imcu_h);
+    /* libjpeg upsamples a component of 2 samples a row or fewer plainly, not fancily
+     * (jdsample.c): a region that is only a narrow last iMCU column takes the one before it. */
+    uint64_t right = x1 < width ? x1 : width;
+    if (x0 > 0 && imcu_w > 8 && (right - x0) * 8 <= 2 * (uint64_t)imcu_w)
+        x0 -= imcu_w;
     *x = (uint32_t)x0;
     *y = (uint32_t)y0;
     *w = (uint32_t)((x1 < width ? x1 : width) - x0);

@@ -266,8 +266,10 @@ int sophon_prep_crop(uint8_t *out, size_t cap, size_t *out_len, uint32_t *origin
  * sophon_prep_crop_region - the region of a width x height image that the crop of request p holds
  * (what sophon_prep_crop cuts, and the planner's area model): p's box widened by one pixel on
  * each side (the reach of fancy upsampling), aligned outwards to the grid of iMCUs of
- * imcu_w x imcu_h pixels and clamped to the image. *x, *y, *w, *h get it. Returns 0, or -EINVAL for
- * a NULL argument, an iMCU side of 0 or a box not inside the image.
+ * imcu_w x imcu_h pixels and clamped to the image; one iMCU more to the left where it would
+ * leave a subsampled component 2 samples wide or less (which libjpeg upsamples otherwise). *x, *y,
+ * *w, *h get it. Returns 0, or -EINVAL for a NULL argument, an iMCU side of 0 or a box not inside
+ * the image.
  */
 int sophon_prep_crop_region(uint32_t width, uint32_t height, uint32_t imcu_w, uint32_t imcu_h,
                             const struct sophon_prep_params *p, uint32_t *x, uint32_t *y,

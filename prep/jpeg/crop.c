@@ -343,11 +343,11 @@ uint64_t sophon_prep_crop_memory_bound(const struct sophon_probe_info *info, uin
     (void)p;
     if (info == NULL)
         return 0;
-    /* The cut copy, the source's coefficient arrays (128 bytes a block, at most 3 blocks a
-     * pixel's worth in 4:4:4 CMYK: 4 components of 2 bytes a coefficient), the crop's (no larger),
-     * and libjpeg's tables and buffers. */
+    /* The object and its cut copy, the source's coefficient arrays (8 bytes a pixel at most:
+     * 4:4:4 CMYK, 4 components of 2 bytes a coefficient), the crop's (no larger), and libjpeg's
+     * tables and buffers. */
     uint64_t px = (uint64_t)info->width * info->height;
-    return len + px * 8 * 2 + (4u << 20);
+    return 2 * len + px * 8 * 2 + (4u << 20);
 }
 
 /* sophon_prep_crop with its arguments checked and lim set: the function that owns the setjmp. */

@@ -54,6 +54,9 @@ static int errno_of_code(int msg_code)
     case JERR_IMAGE_TOO_BIG:
     case JERR_WIDTH_OVERFLOW:
         return -E2BIG;
+    case JERR_MISMATCHED_QUANT_TABLE: /* the crop's (crop.c): a table slot redefined between
+                                       * scans, which a sequential JPEG cannot say */
+        return -EDOM;
     default:
         return -EBADMSG;
     }

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$1 corpus=$2 every=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-awk -v e="$every" 'NR % e == 1' "$corpus/list.txt" > "$work/list"
+awk -v e="$every" '(NR - 1) % e == 0' "$corpus/list.txt" > "$work/list"
 for d in "$corpus"/synthetic-*/; do
     [ -f "$d/list.txt" ] && cat "$d/list.txt" >> "$work/list"
 done

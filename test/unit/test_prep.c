@@ -1751,6 +1751,28 @@ static void test_crop_modes(void **state)
             }
 }
 
+/* Boxes in a last iMCU column of a few pixels: a crop that narrow would have 2 chroma samples a
+ * row or fewer, which libjpeg upsamples plainly, not as the source's fancy upsampling. */
+static void test_crop_narrow_edge(void **state)
+{
+    static const enum kind kinds[] = {K_420, K_422, K_444, K_440, K_411, K_YCCK};
+    char what[64];
+    (void)state;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+        for (uint32_t w = 33; w <= 40; w++) {
+            struct jpeg_buf j = make_jpeg(kinds[k], w, 37, (int)(w & 1), 90);
+            snprintf(what, sizeof(what), "crop %s %ux37 narrow edge", kind_names[kinds[k]], w);
+            for (uint32_t x = 30; x < w; x++)
+                for (uint32_t bw = 1; x + bw <= w; bw++) {
+                    struct sophon_prep_params p = params(x, 3, bw, 30, 7, 9, (int)(x & 1));
+                    assert_int_equal(check_crop_case(&j, &p, what), 0);
+                    p = params(3, x < 37 ? x : 36, 30, 1, 9, 7, 0);
+                    assert_int_equal(check_crop_case(&j, &p, what), 0);
+                }
+            free(j.data);
+        }
+}
+
 /* Restart intervals and arithmetic coding in the source; the fast mode. */
 static void test_crop_restart_arith_fast(void **state)
 {
@@ -1934,6 +1956,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cut_errors),
         cmocka_unit_test(test_crop_modes),
         cmocka_unit_test(test_crop_restart_arith_fast),
+        cmocka_unit_test(test_crop_narrow_edge),
         cmocka_unit_test(test_crop_smoothing),
         cmocka_unit_test(test_crop_errors),
         cmocka_unit_test(test_crop_enomem),
