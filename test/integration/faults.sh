@@ -26,11 +26,13 @@ n=$(find "$work/$ds" -type f | wc -l)
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 2 >/dev/null ||
     { echo "FAIL: cannot make the dataset"; exit 1; }
 
+# The budgets are given: the faults are injected while the first epoch runs, not while the loader
+# measures the link and the OSDs when it opens.
 load() { # name policy args...: loads epoch 0 into $work/NAME
     local name=$1 policy=$2
     shift 2
     "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy "$policy" --batch 6 \
-        --out "$work/$name" "$@" >"$work/$name.log" 2>"$work/$name.err"
+        --net 1Gbit --storage-cores 4 --out "$work/$name" "$@" >"$work/$name.log" 2>"$work/$name.err"
 }
 stat_of() { grep -o " $2=[0-9.]*" "$work/$1.log" | head -1 | cut -d= -f2; }
 # Every dataset index exactly once in epoch 0 of NAME.

@@ -22,6 +22,7 @@ n=$(find "$work/$ds" -type f | wc -l)
 
 # Slow enough (one operation at a time) that an epoch is still running when the OSD stops.
 "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy resize --window 1 --epochs 2 \
+    --net 1Gbit --storage-cores 4 \
     --op-timeout 2 --retries 10 --backoff-ms 100 --out "$work/hit" >"$work/hit.log" \
     2>"$work/hit.err" &
 loader=$!

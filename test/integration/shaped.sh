@@ -311,7 +311,8 @@ mode_linkcut() {
     on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
         on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
         die "cannot make the dataset through exec"
-    local args=(--id sophon -p "$pool" --dataset "$ds" --policy resize --window 1)
+    local args=(--id sophon -p "$pool" --dataset "$ds" --policy resize --window 1 --net 100Mbit
+        --storage-cores 1)
     on_client "$sophon" load "${args[@]}" --out "$work/calm" >"$work/calm.log" 2>&1 ||
         die "undisturbed load failed: $(tail -3 "$work/calm.log")"
     on_client "$sophon" load "${args[@]}" --epochs 3 --op-timeout 2 --retries 12 \
