@@ -1162,8 +1162,6 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->plan = plan;
     l->order = order;
     l->m = m;
-    l->seed = seed;
-    l->epoch = epoch;
     l->issued = l->delivered = l->released = 0;
     for (unsigned i = 0; i < l->nbufs; i++)
         l->bufs[i].done = l->bufs[i].failed = 0;
