@@ -40,6 +40,9 @@ static const char usage[] =
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
     "      --window W          RADOS operations in flight (default 32)\n"
+    "      --prefetch N        batches prepared ahead of the one being consumed (default\n"
+    "                          1 + window / batch); more when a tight OSD budget makes reads\n"
+    "                          wait behind long preparations\n"
     "      --threads T         local worker threads (default: the CPUs this process may use:\n"
     "                          its affinity, capped by its cgroup's CPU quota)\n"
     "      --net RATE          bandwidth the plan assumes (default: measured when the loader\n"
@@ -216,6 +219,7 @@ enum {
     OPT_MEAN,
     OPT_STD,
     OPT_STAGES,
+    OPT_PREFETCH,
 };
 
 static const struct option longopts[] = {
@@ -247,6 +251,7 @@ static const struct option longopts[] = {
     {"mean", required_argument, NULL, OPT_MEAN},
     {"std", required_argument, NULL, OPT_STD},
     {"stages", required_argument, NULL, OPT_STAGES},
+    {"prefetch", required_argument, NULL, OPT_PREFETCH},
     {NULL, 0, NULL, 0},
 };
 
@@ -313,6 +318,9 @@ static int load_option(void *arg_, int opt, const char *arg)
     case OPT_DISCARD:
         a->discard = 1;
         return 1;
+    case OPT_PREFETCH:
+        r = parse_unsigned(c, "--prefetch", arg, 1, 65536, &o->prefetch);
+        break;
     case OPT_WINDOW:
         r = parse_unsigned(c, "--window", arg, 1, 4096, &o->window);
         break;

@@ -11,7 +11,9 @@
  *
  * Batch buffers form a ring of nbufs batches; position p of the epoch is written into buffer
  * (p / B) % nbufs at row p % B. A position is issued only when its buffer is no longer held by
- * the caller, which bounds memory to nbufs * B samples whatever the OSDs do.
+ * the caller, which bounds memory to nbufs * B samples whatever the OSDs do. nbufs is the
+ * options' prefetch + 1: a read that waits in its OSD behind a long preparation (one operation
+ * at a time per placement group) holds up its batch, and the link idles once the ring is full.
  */
 #define _GNU_SOURCE /* pthread_condattr_setclock with CLOCK_MONOTONIC */
 #include "sophon.h"
@@ -882,7 +884,8 @@ static void restrict_stages(struct sophon_loader *l)
 static int alloc_ring(struct sophon_loader *l)
 {
     size_t b = l->o.batch_size;
-    l->nbufs = 2 + (l->o.window + (unsigned)b - 1) / (unsigned)b;
+    l->nbufs =
+        1 + (l->o.prefetch > 0 ? l->o.prefetch : 1 + (l->o.window + (unsigned)b - 1) / (unsigned)b);
     l->nslots = (size_t)l->nbufs * b;
     l->slots = calloc(l->nslots, sizeof(*l->slots));
     l->bufs = calloc(l->nbufs, sizeof(*l->bufs));

@@ -28,7 +28,8 @@ static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
     [1] = OPTIONS_V2_SIZE,
     [2] = OPTIONS_V2_SIZE,
     [3] = offsetof(struct sophon_loader_options, stages),
-    [4] = sizeof(struct sophon_loader_options),
+    [4] = offsetof(struct sophon_loader_options, prefetch),
+    [5] = sizeof(struct sophon_loader_options),
 };
 
 /* And of the stats struct each version has. */
@@ -133,8 +134,8 @@ int sophon__loader_options_resolve(struct sophon_loader_options *out,
         (o.policy != NULL && sophon_policy_from_name(o.policy) < 0) ||
         (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size == 0 ||
         o.batch_size > 65536 || o.window == 0 || o.window > 4096 || o.threads > 256 ||
-        !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !cores_ok(o.storage_cores) ||
-        !cores_ok(o.client_cores) || !transform_ok(&o))
+        o.prefetch > 65536 || !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) ||
+        !cores_ok(o.storage_cores) || !cores_ok(o.client_cores) || !transform_ok(&o))
         return -EINVAL;
     unsigned stages;
     if (o.stages != NULL && sophon_stages_parse(&stages, o.stages, NULL, 0) < 0)

@@ -457,28 +457,28 @@ static PyObject *batch_view(LoaderObject *lo, uint8_t *data, size_t n)
 
 static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {KW("pool"),   KW("dataset"), KW("conf"),       KW("client_id"),
-                             KW("policy"), KW("format"),  KW("batch_size"), KW("transform"),
-                             KW("size"),   KW("resize"),  KW("scale"),      KW("ratio"),
-                             KW("mean"),   KW("std"),     KW("threads"),    KW("window"),
-                             KW("rank"),   KW("world"),   KW("keyring"),    KW("stages"),
-                             NULL};
+    static char *kwlist[] = {KW("pool"),     KW("dataset"), KW("conf"),       KW("client_id"),
+                             KW("policy"),   KW("format"),  KW("batch_size"), KW("transform"),
+                             KW("size"),     KW("resize"),  KW("scale"),      KW("ratio"),
+                             KW("mean"),     KW("std"),     KW("threads"),    KW("window"),
+                             KW("rank"),     KW("world"),   KW("keyring"),    KW("stages"),
+                             KW("prefetch"), NULL};
     LoaderObject *self = (LoaderObject *)obj;
     const char *pool, *dataset, *conf = NULL, *id = NULL, *policy = NULL, *keyring = NULL;
     const char *stages = NULL;
     const char *format = "f32", *transform = "train";
     long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 32;
-    long rank = 0, world = 1;
+    long rank = 0, world = 1, prefetch = 0;
     PyObject *scale = Py_None, *ratio = Py_None, *mean = Py_None, *std = Py_None;
 
     if (self->l != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the loader is already open");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzz", kwlist, &pool, &dataset,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzzl", kwlist, &pool, &dataset,
                                      &conf, &id, &policy, &format, &batch, &transform, &size,
                                      &resize, &scale, &ratio, &mean, &std, &threads, &window, &rank,
-                                     &world, &keyring, &stages))
+                                     &world, &keyring, &stages, &prefetch))
         return -1;
     struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
     int fmt = parse_format(format), tr = parse_transform(transform);
@@ -487,6 +487,11 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
         check_side(world, "world", UINT32_MAX) < 0 || parse_range(scale, "scale", o.scale) < 0 ||
         parse_range(ratio, "ratio", o.ratio) < 0 || parse_normalize(mean, std, o.mean, o.std) < 0)
         return -1;
+    if (prefetch < 0 || prefetch > 65536) {
+        PyErr_SetString(PyExc_ValueError,
+                        "prefetch must be 0 (1 + window / batch_size) .. 65536 batches");
+        return -1;
+    }
     if (threads < 0 || threads > 256) {
         PyErr_SetString(PyExc_ValueError, "threads must be 0 (the online CPUs) .. 256");
         return -1;
@@ -513,6 +518,7 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     o.world = (unsigned)world;
     o.keyring = keyring;
     o.stages = stages;
+    o.prefetch = (unsigned)prefetch;
 
     sophon_loader *l = NULL;
     int r;

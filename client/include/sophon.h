@@ -102,8 +102,9 @@ enum sophon_loader_stage {
  *   3  appends the transform and its parameters (transform .. std). A version 1 or 2 caller
  *      gets their defaults: RandomResizedCrop(224) with ImageNet's normalization.
  *   4  appends stages. An older caller gets every stage.
+ *   5  appends prefetch. An older caller gets the default.
  */
-#define SOPHON_LOADER_OPTIONS_VERSION 4
+#define SOPHON_LOADER_OPTIONS_VERSION 5
 
 /*
  * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
@@ -159,6 +160,15 @@ struct sophon_loader_options {
     const char *stages; /* the stages the plan may choose from, comma-separated among "stored",
                          * "crop", "u8", "f32" (stored is always allowed), e.g. "stored,u8" for
                          * sophon before the crop stage; NULL (the default): every one */
+    /* Version 5. */
+    unsigned prefetch; /* batches the loader may prepare beyond the one the caller holds,
+                        * 1..65536: the ring of batch buffers, (prefetch + 1) * batch_size
+                        * samples of memory. A read that waits behind a long preparation in
+                        * its OSD (a placement group runs one operation at a time) holds up
+                        * the delivery of its batch, and the link idles once the ring is full:
+                        * under a tight OSD CPU budget, prefetch as many batches as the link
+                        * carries while the longest preparation runs (BENCHMARKS.md). 0 (the
+                        * default): 1 + window / batch_size, rounded up */
 };
 
 /* clang-format off */
@@ -168,7 +178,7 @@ struct sophon_loader_options {
                                      NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
                                      {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
                                      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, \
-                                     NULL }
+                                     NULL, 0 }
 /* clang-format on */
 
 /*

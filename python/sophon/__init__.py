@@ -112,7 +112,9 @@ class Loader:
     together cover it exactly once.
 
     conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin.
-    threads 0 means one worker per online CPU; window is the RADOS operations in flight.
+    threads 0 means one worker per online CPU; window is the RADOS operations in flight;
+    prefetch the batches prepared ahead of the one being consumed (0: 1 + window / batch_size;
+    more where reads wait in the OSDs behind long preparations, under a tight OSD CPU budget).
     stages restricts what the plan may choose, e.g. "stored,u8" (None: every stage: stored, the
     lossless crop, u8, f32).
 
@@ -123,7 +125,7 @@ class Loader:
     def __init__(self, pool, dataset, conf=None, client_id=None, policy="selective",
                  format="f32", batch_size=32, transform="train", size=224, rank=0, world=1, *,
                  resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=32,
-                 keyring=None, stages=None):
+                 keyring=None, stages=None, prefetch=0):
         self.format = format
         self.size = operator.index(size)
         self.batch_size = operator.index(batch_size)
@@ -135,7 +137,8 @@ class Loader:
                                  size=self.size, resize=operator.index(resize), scale=scale,
                                  ratio=ratio, mean=mean, std=std, threads=operator.index(threads),
                                  window=operator.index(window), rank=self.rank, world=self.world,
-                                 keyring=keyring, stages=stages)
+                                 keyring=keyring, stages=stages,
+                                 prefetch=operator.index(prefetch))
         self.classes = self._l.classes()
         self.dataset_size = self._l.dataset_size()
 

@@ -167,6 +167,19 @@ def main():
     check(threads_now() == base, f"close() and del leave no thread behind ({threads_now()} now, "
           f"{base} before)")
 
+    # prefetch: how far ahead the loader prepares, never what it delivers.
+    runs = []
+    for pf in (0, 1, 9):
+        with loader(format="u8", size=32, batch_size=4, threads=2, prefetch=pf) as l:
+            runs.append([(bytes(x), list(y)) for x, y in l.epoch(seed=5, epoch=1, copy=True)])
+    check(runs[0] == runs[1] == runs[2] and len(runs[0]) > 0,
+          "prefetch 0, 1 and 9 deliver the same batches")
+    try:
+        loader(prefetch=65537)
+        check(False, "prefetch=65537 raised nothing")
+    except ValueError:
+        pass
+
     # sophon.torch: tensors, set_epoch, DataLoader workers splitting the epoch.
     dset = sophon.torch.SophonDataset(pool=pool, dataset=ds, client_id="sophon", transform="train",
                                       size=64, batch_size=8, rank=0, world=1)

@@ -248,6 +248,26 @@ static void test_versions(void **state)
         assert_null(o.stages);
         free(old);
     }
+    /* A version 4 caller's struct ends before prefetch: the default (0, the window's). */
+    {
+        size_t v4 = offsetof(struct sophon_loader_options, prefetch);
+        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
+        unsigned char *old = malloc(v4);
+        assert_non_null(old);
+        init.version = 4;
+        init.stages = "stored,u8";
+        memcpy(old, &init, v4);
+        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
+        assert_string_equal(o.stages, "stored,u8");
+        assert_int_equal(o.prefetch, 0);
+        free(old);
+    }
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    in.prefetch = 12;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_int_equal(o.prefetch, 12);
+    in.prefetch = 65537;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), -EINVAL);
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.stages = "stored,crop";
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
