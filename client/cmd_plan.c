@@ -261,11 +261,15 @@ static void print_plans(struct plan_args *a, const sophon_records *set, struct s
 {
     struct sophon_budget *b = &a->budget;
 
-    printf(
-        "%zu objects, %.0f Mbit/s, %g storage cores (speed %.2f), %g client cores, %s output%s\n",
-        sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6, b->storage_cores, b->storage_speed,
-        b->client_cores, sophon_format_name(b->final_format),
-        b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+    printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f), %g client "
+           "cores, %s output%s\n",
+           sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
+           b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
+           b->client_cores, sophon_format_name(b->final_format),
+           b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+    /* As the loader plans: the link's payload, and the OSDs' CPU per operation (selector.h). */
+    struct sophon_budget given = *b;
+    b->bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;
@@ -288,6 +292,7 @@ static void print_plans(struct plan_args *a, const sophon_records *set, struct s
         else
             sophon_plan_free(plan);
     }
+    *b = given;
 }
 
 /* The chosen plan's objects per stage. */
@@ -334,6 +339,8 @@ int cmd_plan(int argc, char **argv)
         return code;
     code = 1;
     if (load_records(&a, &set) < 0)
+        goto done;
+    if (sophon_records_add_osd_op(set, SOPHON_SEL_OSD_OP_S * a.budget.storage_speed) < 0)
         goto done;
     print_plans(&a, set, &chosen);
     if (chosen == NULL) {

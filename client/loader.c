@@ -91,7 +91,7 @@ struct sophon_loader {
     double measured_Bps;           /* the link as measured at open (measure_link); 0: not */
     double measured_cores;         /* the OSDs' CPU as measured at open (measure_osds); 0: not */
     uint64_t measure_bytes;        /* what that measurement read */
-    sophon_records *epoch_records; /* ds.records with this epoch's crop bytes, when offered */
+    sophon_records *epoch_records; /* ds.records as this epoch plans them (epoch_records) */
     int64_t *mtimes; /* per record, its index stamp's mtime (when profiled); 0 unknown */
     size_t sample_bytes;
     struct sophon_crop_policy crop; /* train: RandomResizedCrop's scale and ratio, the flip */
@@ -125,6 +125,9 @@ struct sophon_loader {
      * epoch so far. */
     double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
     double storage_speed, client_speed;
+    /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
+     * while never measured: the planner's storage CPU for the objects it has seen. */
+    double *obj_ratio;
 };
 
 static double now_s(void)
@@ -615,6 +618,11 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
     if (res->osd_cpu_ns > 0) {
         l->storage_model_s += res->storage_model_s;
         l->storage_meas_s += (double)res->osd_cpu_ns / 1e9;
+        if (res->storage_model_s > 0) {
+            double r = (double)res->osd_cpu_ns / 1e9 / res->storage_model_s;
+            double *o = &l->obj_ratio[s->index];
+            *o = *o > 0 ? (*o + r) / 2 : r;
+        }
     }
     if (res->client_model_s > 0 && res->client_cpu_ns > 0) {
         l->client_model_s += res->client_model_s;
@@ -889,7 +897,8 @@ static int alloc_ring(struct sophon_loader *l)
     l->nslots = (size_t)l->nbufs * b;
     l->slots = calloc(l->nslots, sizeof(*l->slots));
     l->bufs = calloc(l->nbufs, sizeof(*l->bufs));
-    if (l->slots == NULL || l->bufs == NULL)
+    l->obj_ratio = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->obj_ratio));
+    if (l->slots == NULL || l->bufs == NULL || l->obj_ratio == NULL)
         return -ENOMEM;
     for (unsigned i = 0; i < l->nbufs; i++) {
         struct batchbuf *bb = &l->bufs[i];
@@ -1064,7 +1073,9 @@ static void drain(struct sophon_loader *l)
  * The model's epoch for this rank's shard (order[0..m)) of the job's plan, and the shard's
  * predicted bytes and offloaded samples into l->st: the shard's bytes over this rank's link, its
  * client CPU over this rank's cores, and the OSDs' time for the whole job's plan (all ranks run
- * at once and share them); the maximum of the three, or of the GPU's time for the shard.
+ * at once and share them), and the GPU's time for the shard. The resources overlap, but not
+ * perfectly: the epoch is their SOPHON_SEL_OVERLAP-norm (selector.h), which the maximum the
+ * planner minimizes bounds from below.
  */
 static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *plan,
                             const struct sophon_budget *job, const uint64_t *order, size_t m)
@@ -1081,25 +1092,33 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
     client_s = client_s == 0 ? 0 : rank_client > 0 ? client_s / rank_client : INFINITY;
     if (job->gpu_samples_per_s > 0)
         gpu_s = (double)m / job->gpu_samples_per_s;
-    return fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
+    return sophon_overlap_s((double[]){net_s, plan->storage_s, client_s, gpu_s}, 4);
 }
 
 /*
- * The records this epoch is planned with: the dataset's, and where the crop stage is offered,
- * each record's crop bytes for the box its sample gets this epoch (the area model: the bytes
- * the record expects for a crop of SOPHON_SEL_CROP_SHARE of the image, scaled to this box's
- * crop region). Every rank computes the same figures. l->seed and l->epoch are the epoch's.
- * Returns the set to plan with (l->ds.records when no record offers a crop) or NULL (no memory).
+ * The records this epoch is planned with: the dataset's, each object's OSD CPU as measured
+ * where it was (obj_ratio, unless no_adapt), the OSDs' CPU per operation
+ * (SOPHON_SEL_OSD_OP_S, OSD seconds: times the storage speed, which the planner divides by), and
+ * where the crop stage is offered, each record's crop bytes for the box its sample gets this
+ * epoch (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of the
+ * image, scaled to this box's crop region). Every rank computes the same figures. l->seed,
+ * l->epoch and l->storage_speed are the epoch's. Returns the set or NULL (no memory).
  */
 static const sophon_records *epoch_records(struct sophon_loader *l)
 {
     size_t n = sophon_records_count(l->ds.records);
     sophon_records_free(l->epoch_records);
     l->epoch_records = NULL;
-    if (!(l->stages & (1u << SOPHON_STAGE_CROP)))
-        return l->ds.records;
     if (sophon_records_copy(&l->epoch_records, l->ds.records) < 0)
         return NULL;
+    /* Objects measured before: their own CPU against the model's, relative to the mean speed. */
+    for (size_t i = 0; i < n && !l->o.no_adapt; i++)
+        if (l->obj_ratio[i] > 0)
+            sophon_records_scale_storage(l->epoch_records, i, l->obj_ratio[i] * l->storage_speed);
+    if (sophon_records_add_osd_op(l->epoch_records, SOPHON_SEL_OSD_OP_S * l->storage_speed) < 0)
+        return NULL;
+    if (!(l->stages & (1u << SOPHON_STAGE_CROP)))
+        return l->epoch_records;
     for (size_t i = 0; i < n; i++) {
         const struct sophon_record *rec = sophon_records_get(l->ds.records, i);
         uint64_t expected = rec->stage[SOPHON_STAGE_CROP].bytes;
@@ -1145,7 +1164,9 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
      * link and client cores (the options give one rank's), and all of them share the OSDs'
      * cores. Each rank then takes its shard of that plan. */
     struct sophon_budget budget = SOPHON_BUDGET_INIT;
-    budget.bandwidth_Bps = l->o.bandwidth_Bps * l->o.world;
+    /* A link's rate given carries TCP/IP's headers too; a measured one is payload already. */
+    budget.bandwidth_Bps =
+        l->o.bandwidth_Bps * (l->measured_Bps > 0 ? 1.0 : SOPHON_SEL_LINK_PAYLOAD) * l->o.world;
     budget.storage_cores = l->o.storage_cores;
     budget.storage_speed = l->storage_speed;
     budget.client_cores = l->o.client_cores * l->client_speed * l->o.world;
@@ -1294,6 +1315,7 @@ void sophon_loader_close(sophon_loader *l)
     sophon_records_free(l->epoch_records);
     sophon__dataset_free(&l->ds);
     free(l->mtimes);
+    free(l->obj_ratio);
     if (l->io != NULL)
         rados_ioctx_destroy(l->io);
     if (l->cluster != NULL)

@@ -36,6 +36,18 @@ static int budget_ok(const struct sophon_budget *b)
            b->policy >= 0 && b->policy < SOPHON_POLICY_COUNT;
 }
 
+double sophon_overlap_s(const double *t, size_t n)
+{
+    double top = 0, sum = 0;
+    for (size_t i = 0; i < n; i++)
+        top = fmax(top, t[i]);
+    if (isinf(top) || top == 0)
+        return top;
+    for (size_t i = 0; i < n; i++)
+        sum += pow(t[i] / top, SOPHON_SEL_OVERLAP);
+    return top * pow(sum, 1.0 / SOPHON_SEL_OVERLAP);
+}
+
 /* Seconds a resource of capacity cap (units per second) needs for usage units. */
 static double rtime(double usage, double cap)
 {
@@ -71,6 +83,13 @@ static double storage_capacity(const struct sophon_budget *b)
     return b->storage_cores == 0 ? 0.0 : b->storage_cores * b->storage_speed;
 }
 
+/* Seconds of the OSDs for one stage's storage CPU. With no OSD cores for the job, plain reads
+ * still happen (their cost, sophon_records_add_osd_op, is then not the job's to count). */
+static double storage_time(double cpu_s, double scap, int s)
+{
+    return s == SOPHON_STAGE_STORED && scap == 0.0 ? 0.0 : rtime(cpu_s, scap);
+}
+
 static double gpu_time(size_t n, const struct sophon_budget *b)
 {
     return b->gpu_samples_per_s > 0 ? (double)n / b->gpu_samples_per_s : 0.0;
@@ -97,7 +116,7 @@ static int build_problem(struct sophon__problem *p, const sophon_records *set,
             if (!stage_valid(rec, b, s))
                 continue;
             double net = rtime((double)rec->stage[s].bytes, b->bandwidth_Bps);
-            double st = rtime(rec->stage[s].storage_cpu_s, scap);
+            double st = storage_time(rec->stage[s].storage_cpu_s, scap, s);
             double cl = rtime(client_cpu(rec, b, s), b->client_cores);
             if (isinf(net) || isinf(st) || isinf(cl))
                 continue;
@@ -143,7 +162,7 @@ static void plan_fill(struct sophon_plan *pl, const sophon_records *set,
                       const struct sophon_budget *b)
 {
     uint64_t bytes = 0;
-    double scpu = 0, ccpu = 0;
+    double scpu = 0, ccpu = 0, offloaded_scpu = 0;
     size_t off = 0;
     for (size_t i = 0; i < pl->n; i++) {
         const struct sophon_record *rec = sophon_records_get(set, i);
@@ -155,13 +174,16 @@ static void plan_fill(struct sophon_plan *pl, const sophon_records *set,
         scpu += pl->storage_cpu_s[i];
         ccpu += pl->client_cpu_s[i];
         off += s != SOPHON_STAGE_STORED;
+        if (s != SOPHON_STAGE_STORED)
+            offloaded_scpu += pl->storage_cpu_s[i];
     }
     pl->total_bytes = bytes;
     pl->total_storage_cpu_s = scpu;
     pl->total_client_cpu_s = ccpu;
     pl->offloaded = off;
     pl->net_s = rtime((double)bytes, b->bandwidth_Bps);
-    pl->storage_s = rtime(scpu, storage_capacity(b));
+    double scap = storage_capacity(b);
+    pl->storage_s = rtime(scap == 0.0 ? offloaded_scpu : scpu, scap);
     pl->client_s = rtime(ccpu, b->client_cores);
     pl->gpu_s = gpu_time(pl->n, b);
     pl->epoch_s = fmax(fmax(pl->net_s, pl->storage_s), fmax(pl->client_s, pl->gpu_s));
@@ -229,13 +251,13 @@ static int cmp_ranked(const void *x, const void *y)
  * The SOPHON paper's rule, as DESIGN.md states it, read literally:
  *  - each object's offloaded choice is the offloaded stage (not STORED) of fewest bytes that the
  *    final format allows (U8 today); objects it would not make smaller are never offloaded;
- *  - objects are ranked by bytes saved / storage CPU seconds spent, highest first (an object
- *    that costs no storage CPU ranks first), ties by index;
- *  - starting from "all stored", objects are taken in that order, and the walk stops at the
- *    first object whose offload would make the storage time (CPU / storage capacity) exceed the
- *    network time left after it (bytes still sent / bandwidth). It stops there rather than
- *    skipping to cheaper objects, and it ignores client CPU, as the paper does.
- * Objects no budget allows to offload (zero storage cores) are not candidates.
+ *  - objects are ranked by bytes saved / storage CPU seconds spent beyond a plain read's,
+ *    highest first (an object that costs no more ranks first), ties by index;
+ *  - starting from "all stored" (whose storage time is the plain reads', if any), objects are taken
+ * in that order, and the walk stops at the first object whose offload would make the storage time
+ * (CPU / storage capacity) exceed the network time left after it (bytes still sent / bandwidth). It
+ * stops there rather than skipping to cheaper objects, and it ignores client CPU, as the paper
+ * does. Objects no budget allows to offload (zero storage cores) are not candidates.
  */
 static int sophon_rule(const struct sophon__problem *p, const sophon_records *set,
                        const struct sophon_budget *b, uint8_t *stage)
@@ -248,12 +270,13 @@ static int sophon_rule(const struct sophon__problem *p, const sophon_records *se
         free(choice);
         return -ENOMEM;
     }
-    double net = 0.0;
+    double net = 0.0, st = 0.0;
     for (size_t i = 0; i < n; i++) {
         const struct sophon_record *rec = sophon_records_get(set, i);
         const double *a0 = p->a + i * S * R;
         stage[i] = SOPHON_STAGE_STORED;
         net += a0[SOPHON__NET];
+        st += a0[SOPHON__STORAGE];
         int s = fewest_bytes(rec, b, 1);
         choice[i] = (uint8_t)(s < 0 ? 0 : s);
         if (s < 0 || rec->stage[s].bytes >= rec->stored_bytes)
@@ -262,16 +285,16 @@ static int sophon_rule(const struct sophon__problem *p, const sophon_records *se
         if (!isfinite(a[SOPHON__NET]))
             continue;
         double saved = (double)(rec->stored_bytes - rec->stage[s].bytes);
-        rk[nc].ratio = a[SOPHON__STORAGE] > 0 ? saved / a[SOPHON__STORAGE] : INFINITY;
+        double extra = a[SOPHON__STORAGE] - a0[SOPHON__STORAGE];
+        rk[nc].ratio = extra > 0 ? saved / extra : INFINITY;
         rk[nc++].i = i;
     }
     qsort(rk, nc, sizeof(*rk), cmp_ranked);
-    double st = 0.0;
     for (size_t k = 0; k < nc; k++) {
         size_t i = rk[k].i;
         const double *a0 = p->a + i * S * R, *a = p->a + (i * S + choice[i]) * R;
         double net_after = net - a0[SOPHON__NET] + a[SOPHON__NET];
-        double st_after = st + a[SOPHON__STORAGE];
+        double st_after = st - a0[SOPHON__STORAGE] + a[SOPHON__STORAGE];
         if (st_after > net_after)
             break;
         net = net_after;

@@ -70,6 +70,27 @@ int sophon_records_restrict(sophon_records *set, unsigned stages)
     return 0;
 }
 
+int sophon_records_add_osd_op(sophon_records *set, double op_s)
+{
+    if (!set || !isfinite(op_s) || op_s < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < set->n; i++)
+        for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
+            if (s == SOPHON_STAGE_STORED || set->rec[i].stage[s].bytes > 0)
+                set->rec[i].stage[s].storage_cpu_s += op_s;
+    return 0;
+}
+
+int sophon_records_scale_storage(sophon_records *set, size_t i, double factor)
+{
+    if (!set || i >= set->n || !isfinite(factor) || factor <= 0)
+        return -EINVAL;
+    for (int s = 0; s < SOPHON_STAGE_COUNT; s++)
+        if (s != SOPHON_STAGE_STORED)
+            set->rec[i].stage[s].storage_cpu_s *= factor;
+    return 0;
+}
+
 int sophon_records_set_crop_bytes(sophon_records *set, size_t i, uint64_t bytes)
 {
     if (!set || i >= set->n || bytes == 0)

@@ -156,6 +156,22 @@ long sophon_records_limit_pixels(sophon_records *set, uint64_t max_pixels);
 int sophon_records_restrict(sophon_records *set, unsigned stages);
 
 /*
+ * Adds op_s OSD CPU seconds (reference core) to the storage CPU of every stage every record
+ * offers, STORED included: what one RADOS operation costs an OSD whatever it asks (the
+ * messenger, the object store, checksums), SOPHON_SEL_OSD_OP_S where nothing better is known.
+ * The planner then counts the OSDs' time for plain reads too. Returns 0, or -EINVAL (NULL, op_s
+ * negative or not finite).
+ */
+int sophon_records_add_osd_op(sophon_records *set, double op_s);
+
+/*
+ * Multiplies the storage CPU of record i's offloaded stages (every stage but STORED) by factor:
+ * what the loader measured of that object against the model. Returns 0, or -EINVAL (NULL, i out
+ * of range, factor not finite or <= 0).
+ */
+int sophon_records_scale_storage(sophon_records *set, size_t i, double factor);
+
+/*
  * Sets record i's CROP bytes (where it offers the stage) to `bytes`: the loader's figure for the
  * box of this epoch's sample. Returns 0, -EINVAL (NULL, i out of range, bytes 0), or -ENOENT when
  * the record does not offer the crop stage.
@@ -216,9 +232,16 @@ struct sophon_cost_model {
  * (reading the coefficients of every row down to the box costs what decoding them does, and
  * the crop is then coded again: bench_crop, 1.1-1.9x) and on the client (decoding the crop
  * instead of the stored object: 0.6-0.75x). BENCHMARKS.md has the measurements. */
-#define SOPHON_SEL_CROP_SHARE  0.45
-#define SOPHON_SEL_CROP_OSD    1.3
-#define SOPHON_SEL_CROP_CLIENT 0.7
+/* What the testbed measured of an OSD's CPU beyond the preparations the class reports: per
+ * RADOS operation, a read or a call, whatever its size (OSD CPU seconds: the OSDs' cgroup's
+ * CPU over none, resize, selective and oracle epochs, less the OSDs' idle CPU, over the
+ * operations; BENCHMARKS.md); and the share of a link's rate that carries payload (TCP over
+ * IPv4 with timestamps on a 1500-byte MTU: 1448 bytes of every 1514 the link shapes). */
+#define SOPHON_SEL_OSD_OP_S     0.00024
+#define SOPHON_SEL_LINK_PAYLOAD (1448.0 / 1514.0)
+#define SOPHON_SEL_CROP_SHARE   0.45
+#define SOPHON_SEL_CROP_OSD     1.3
+#define SOPHON_SEL_CROP_CLIENT  0.7
 extern const struct sophon_cost_model sophon_cost_model_default;
 
 /*
@@ -329,6 +352,16 @@ int sophon_plan_make(struct sophon_plan **out, const sophon_records *set,
  */
 int sophon_plan_evaluate(struct sophon_plan **out, const sophon_records *set,
                          const struct sophon_budget *budget, const uint8_t *stage);
+
+/*
+ * The time of n resources' work t[0..n) that run at once: the SOPHON_SEL_OVERLAP-norm,
+ * (sum t_i^k)^(1/k), the maximum when one resource dominates and more when two are close. On
+ * the shaped testbed two busy resources overlap imperfectly (a read that waits in its OSD behind
+ * a preparation stalls its batch, the OSDs wait for requests while the link is full): k = 3
+ * matches every policy's epoch there (BENCHMARKS.md). INFINITY if any t_i is; 0 for n = 0.
+ */
+double sophon_overlap_s(const double *t, size_t n);
+#define SOPHON_SEL_OVERLAP 3.0
 
 /* Frees a plan and its arrays. NULL is a no-op. */
 void sophon_plan_free(struct sophon_plan *plan);

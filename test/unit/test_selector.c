@@ -503,6 +503,115 @@ static void zero_storage_cores_offload_nothing(void **state)
     sophon_records_free(set);
 }
 
+/* The OSDs' CPU per operation (sophon_records_add_osd_op): every stage offered pays it, STORED
+ * too; the planner counts it, stays optimal with it, and a job without OSD cores still reads. */
+static void osd_operations_counted(void **state)
+{
+    (void)state;
+    rng_state = 23;
+    sophon_records *set = random_set(200);
+    struct sophon_budget b = random_budget(set);
+    struct sophon_plan *before = plan(set, &b, SOPHON_POLICY_RESIZE);
+    const struct sophon_record *r0 = sophon_records_get(set, 0);
+    double u8 = r0->stage[SOPHON_STAGE_U8].storage_cpu_s;
+    assert_int_equal(sophon_records_add_osd_op(set, -1), -EINVAL);
+    assert_int_equal(sophon_records_add_osd_op(NULL, 1e-3), -EINVAL);
+    assert_int_equal(sophon_records_restrict(set, 1u << SOPHON_STAGE_U8), 0);
+    assert_int_equal(sophon_records_add_osd_op(set, 2e-3), 0);
+    r0 = sophon_records_get(set, 0);
+    assert_true(r0->stage[SOPHON_STAGE_STORED].storage_cpu_s == 2e-3);
+    assert_true(r0->stage[SOPHON_STAGE_U8].storage_cpu_s == u8 + 2e-3);
+    assert_true(r0->stage[SOPHON_STAGE_F32].storage_cpu_s == 0); /* not offered */
+    struct sophon_plan *none = plan(set, &b, SOPHON_POLICY_NONE);
+    double cap = b.storage_cores * b.storage_speed;
+    assert_true(fabs(none->storage_s - 200 * 2e-3 / cap) <= 1e-9 * none->storage_s);
+    struct sophon_plan *after = plan(set, &b, SOPHON_POLICY_RESIZE);
+    assert_true(fabs(after->storage_s - before->storage_s - 200 * 2e-3 / cap) <=
+                1e-9 * after->storage_s);
+    struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+    for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+        if (q == SOPHON_POLICY_ALL) /* f32, not offered any more */
+            continue;
+        struct sophon_plan *o = plan(set, &b, q);
+        assert_true(sel->epoch_s <= o->epoch_s);
+        sophon_plan_free(o);
+    }
+    sophon_plan_free(sel);
+    /* No OSD cores for the job: nothing offloaded, the reads still possible and not counted. */
+    b.storage_cores = 0;
+    for (int q = SOPHON_POLICY_NONE; q < SOPHON_POLICY_COUNT; q += SOPHON_POLICY_SELECTIVE) {
+        struct sophon_plan *pl = plan(set, &b, q);
+        assert_int_equal(pl->offloaded, 0);
+        assert_true(pl->storage_s == 0 && isfinite(pl->epoch_s));
+        sophon_plan_free(pl);
+    }
+    sophon_plan_free(none);
+    sophon_plan_free(before);
+    sophon_plan_free(after);
+    sophon_records_free(set);
+
+    /* Still the optimum, or within the proven bound of it, on small random sets. */
+    rng_state = 29;
+    for (int k = 0; k < 80; k++) {
+        size_t n = 1 + (size_t)k % 10;
+        sophon_records *small = random_set(n);
+        struct sophon_budget bb = random_budget(small);
+        assert_int_equal(sophon_records_add_osd_op(small, uniform(0, 4e-3)), 0);
+        uint8_t opt_stage[16];
+        double opt = exhaustive(small, &bb, opt_stage);
+        struct sophon_plan *p = plan(small, &bb, SOPHON_POLICY_SELECTIVE);
+        assert_true(p->epoch_s >= opt * (1 - 1e-9));
+        assert_true(p->lower_bound_s <= opt * (1 + 1e-9));
+        assert_true(p->epoch_s <= p->lp_s + p->rounding_bound_s + 1e-9 * opt);
+        sophon_plan_free(p);
+        sophon_records_free(small);
+    }
+}
+
+/* Per-object measurements scale the offloaded stages only. */
+static void scale_storage(void **state)
+{
+    (void)state;
+    rng_state = 31;
+    sophon_records *set = random_set(3);
+    struct sophon_record r = *sophon_records_get(set, 1);
+    assert_int_equal(sophon_records_scale_storage(set, 1, 1.5), 0);
+    const struct sophon_record *s = sophon_records_get(set, 1);
+    assert_true(s->stage[SOPHON_STAGE_STORED].storage_cpu_s ==
+                r.stage[SOPHON_STAGE_STORED].storage_cpu_s);
+    assert_true(s->stage[SOPHON_STAGE_U8].storage_cpu_s ==
+                r.stage[SOPHON_STAGE_U8].storage_cpu_s * 1.5);
+    assert_true(s->stage[SOPHON_STAGE_F32].storage_cpu_s ==
+                r.stage[SOPHON_STAGE_F32].storage_cpu_s * 1.5);
+    assert_true(s->stage[SOPHON_STAGE_U8].client_cpu_s == r.stage[SOPHON_STAGE_U8].client_cpu_s);
+    assert_true(sophon_records_get(set, 0)->stage[SOPHON_STAGE_U8].storage_cpu_s > 0);
+    assert_int_equal(sophon_records_scale_storage(set, 3, 1.5), -EINVAL);
+    assert_int_equal(sophon_records_scale_storage(set, 0, 0), -EINVAL);
+    assert_int_equal(sophon_records_scale_storage(set, 0, NAN), -EINVAL);
+    sophon_records_free(set);
+}
+
+/* The overlap norm: the maximum when one resource dominates, more when they are close. */
+static void overlap_norm(void **state)
+{
+    (void)state;
+    assert_true(sophon_overlap_s(NULL, 0) == 0);
+    assert_true(sophon_overlap_s((double[]){0, 0}, 2) == 0);
+    assert_true(sophon_overlap_s((double[]){3, 0, 0}, 3) == 3);
+    assert_true(isinf(sophon_overlap_s((double[]){1, INFINITY}, 2)));
+    double two = sophon_overlap_s((double[]){2, 2}, 2);
+    assert_true(fabs(two - 2 * pow(2, 1 / SOPHON_SEL_OVERLAP)) < 1e-12);
+    rng_state = 37;
+    for (int k = 0; k < 1000; k++) {
+        double t[4] = {uniform(0, 5), uniform(0, 5), uniform(0, 5), uniform(0, 5)};
+        double e = sophon_overlap_s(t, 4);
+        double mx = fmax(fmax(t[0], t[1]), fmax(t[2], t[3]));
+        assert_true(e >= mx && e <= t[0] + t[1] + t[2] + t[3] + 1e-12);
+        t[k % 4] *= 1.1; /* more work is never less time */
+        assert_true(sophon_overlap_s(t, 4) >= e);
+    }
+}
+
 /* Records over the OSDs' per-call pixel cap lose their offloaded stages, the others keep them. */
 static void limit_pixels(void **state)
 {
@@ -679,6 +788,9 @@ int main(void)
         cmocka_unit_test(same_input_same_plan),
         cmocka_unit_test(selective_never_worse),
         cmocka_unit_test(budget_and_policy_rules),
+        cmocka_unit_test(osd_operations_counted),
+        cmocka_unit_test(scale_storage),
+        cmocka_unit_test(overlap_norm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
