@@ -1073,9 +1073,7 @@ static void drain(struct sophon_loader *l)
  * The model's epoch for this rank's shard (order[0..m)) of the job's plan, and the shard's
  * predicted bytes and offloaded samples into l->st: the shard's bytes over this rank's link, its
  * client CPU over this rank's cores, and the OSDs' time for the whole job's plan (all ranks run
- * at once and share them), and the GPU's time for the shard. The resources overlap, but not
- * perfectly: the epoch is their SOPHON_SEL_OVERLAP-norm (selector.h), which the maximum the
- * planner minimizes bounds from below.
+ * at once and share them); the maximum of the three, or of the GPU's time for the shard.
  */
 static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *plan,
                             const struct sophon_budget *job, const uint64_t *order, size_t m)
@@ -1092,7 +1090,7 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
     client_s = client_s == 0 ? 0 : rank_client > 0 ? client_s / rank_client : INFINITY;
     if (job->gpu_samples_per_s > 0)
         gpu_s = (double)m / job->gpu_samples_per_s;
-    return sophon_overlap_s((double[]){net_s, plan->storage_s, client_s, gpu_s}, 4);
+    return fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
 }
 
 /*

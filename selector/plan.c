@@ -36,18 +36,6 @@ static int budget_ok(const struct sophon_budget *b)
            b->policy >= 0 && b->policy < SOPHON_POLICY_COUNT;
 }
 
-double sophon_overlap_s(const double *t, size_t n)
-{
-    double top = 0, sum = 0;
-    for (size_t i = 0; i < n; i++)
-        top = fmax(top, t[i]);
-    if (isinf(top) || top == 0)
-        return top;
-    for (size_t i = 0; i < n; i++)
-        sum += pow(t[i] / top, SOPHON_SEL_OVERLAP);
-    return top * pow(sum, 1.0 / SOPHON_SEL_OVERLAP);
-}
-
 /* Seconds a resource of capacity cap (units per second) needs for usage units. */
 static double rtime(double usage, double cap)
 {

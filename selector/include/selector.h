@@ -353,16 +353,6 @@ int sophon_plan_make(struct sophon_plan **out, const sophon_records *set,
 int sophon_plan_evaluate(struct sophon_plan **out, const sophon_records *set,
                          const struct sophon_budget *budget, const uint8_t *stage);
 
-/*
- * The time of n resources' work t[0..n) that run at once: the SOPHON_SEL_OVERLAP-norm,
- * (sum t_i^k)^(1/k), the maximum when one resource dominates and more when two are close. On
- * the shaped testbed two busy resources overlap imperfectly (a read that waits in its OSD behind
- * a preparation stalls its batch, the OSDs wait for requests while the link is full): k = 3
- * matches every policy's epoch there (BENCHMARKS.md). INFINITY if any t_i is; 0 for n = 0.
- */
-double sophon_overlap_s(const double *t, size_t n);
-#define SOPHON_SEL_OVERLAP 3.0
-
 /* Frees a plan and its arrays. NULL is a no-op. */
 void sophon_plan_free(struct sophon_plan *plan);
 

@@ -591,27 +591,6 @@ static void scale_storage(void **state)
     sophon_records_free(set);
 }
 
-/* The overlap norm: the maximum when one resource dominates, more when they are close. */
-static void overlap_norm(void **state)
-{
-    (void)state;
-    assert_true(sophon_overlap_s(NULL, 0) == 0);
-    assert_true(sophon_overlap_s((double[]){0, 0}, 2) == 0);
-    assert_true(sophon_overlap_s((double[]){3, 0, 0}, 3) == 3);
-    assert_true(isinf(sophon_overlap_s((double[]){1, INFINITY}, 2)));
-    double two = sophon_overlap_s((double[]){2, 2}, 2);
-    assert_true(fabs(two - 2 * pow(2, 1 / SOPHON_SEL_OVERLAP)) < 1e-12);
-    rng_state = 37;
-    for (int k = 0; k < 1000; k++) {
-        double t[4] = {uniform(0, 5), uniform(0, 5), uniform(0, 5), uniform(0, 5)};
-        double e = sophon_overlap_s(t, 4);
-        double mx = fmax(fmax(t[0], t[1]), fmax(t[2], t[3]));
-        assert_true(e >= mx && e <= t[0] + t[1] + t[2] + t[3] + 1e-12);
-        t[k % 4] *= 1.1; /* more work is never less time */
-        assert_true(sophon_overlap_s(t, 4) >= e);
-    }
-}
-
 /* Records over the OSDs' per-call pixel cap lose their offloaded stages, the others keep them. */
 static void limit_pixels(void **state)
 {
@@ -790,7 +769,6 @@ int main(void)
         cmocka_unit_test(budget_and_policy_rules),
         cmocka_unit_test(osd_operations_counted),
         cmocka_unit_test(scale_storage),
-        cmocka_unit_test(overlap_norm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# bench_epoch.sh BUILD [CORPUS_DIR] - measured against modelled epochs on the shaped testbed, over
+# a grid of link rates and OSD CPU caps (issue 13). 3 OSDs behind one link, the client on one
+# core (--threads 1 --client-cores 1), f32 epochs, seed 1. Per dataset, rate and cap, per policy:
+# the measured epoch (median of EPOCHS), the planner's, bytes, the OSDs' CPU (their cgroup's, per
+# epoch) and the ratios to none and to sophon's rule; then selective with its budget measured
+# (no --net, no --storage-cores), and two ranks at once (each with half the link) sharing the
+# OSDs. Prints markdown tables and writes RESULTS/epochs.csv and RESULTS/epochs.png (measured
+# against modelled, every run). Needs root (the testbed). The grid comes from the environment:
+#   RATES     link rates (default "50Mbit 100Mbit 200Mbit 500Mbit")
+#   CAPS      OSD caps in cores (default "0.1 0.25 0.5 1.0")
+#   DATASETS  photos (the main job's) and/or oi (OpenImages-like, scripts/make-openimages-like.py)
+#             (default "photos oi")
+#   POLICIES  (default "none resize sophon selective oracle")
+#   EPOCHS    per run (default 3), PREFETCH batches (default 10), RESULTS (default BUILD/bench-epoch)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$here/../..
+build=$(cd "$1" && pwd) corpus=${2:-$HOME/.cache/sophon-corpus}
+rates=${RATES:-50Mbit 100Mbit 200Mbit 500Mbit} caps=${CAPS:-0.1 0.25 0.5 1.0}
+datasets=${DATASETS:-photos oi} policies=${POLICIES:-none resize sophon selective oracle}
+epochs=${EPOCHS:-3} prefetch=${PREFETCH:-10} results=${RESULTS:-$build/bench-epoch}
+sophon=$build/client/sophon
+vstart=$top/vstart/vstart.sh
+dir=$build/bench-epoch-cluster
+work=$(mktemp -d)
+pool=sophon
+trap '"$vstart" stop --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$work" "$dir"' EXIT
+on_client() { "$vstart" exec --dir "$dir" -- "$@"; }
+progress() { [ -t 2 ] && printf '\r\033[K%s' "$*" >&2 || true; }
+[ "$(id -u)" = 0 ] || { echo "bench_epoch.sh: needs root (the shaped testbed)" >&2; exit 1; }
+
+first_rate=${rates%% *} first_cap=${caps%% *}
+"$vstart" stop --dir "$dir" >/dev/null 2>&1 || true
+rm -rf "$dir"
+"$vstart" start --build "$build" --dir "$dir" --pool "$pool" --osds 3 --net "$first_rate" \
+    --osd-cores "$first_cap" >/dev/null
+hash=$(printf '%s' "$(cd "$dir" && pwd)" | sha256sum | cut -c1-8)
+# The OSDs' cgroup's CPU seconds (v1 cpuacct.usage, v2 cpu.stat usage_usec).
+cg_cpu() {
+    local d
+    d=$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" \( -path '*/cpuacct/*' -o -path '*/cpu,cpuacct/*' \) | head -n 1)
+    if [ -n "$d" ]; then awk '{printf "%.4f\n", $1 / 1e9}' "$d/cpuacct.usage"; else
+        d=$(find /sys/fs/cgroup -maxdepth 1 -name "sophon-$hash" | head -n 1)
+        awk '$1 == "usage_usec" {printf "%.4f\n", $2 / 1e6}' "$d/cpu.stat"
+    fi
+}
+for ds in $datasets; do
+    progress "making and profiling the $ds dataset"
+    case $ds in
+    photos) "$top/scripts/make-dataset.sh" "$corpus" "$work/$ds" "$sophon" >/dev/null ;;
+    oi) /usr/bin/python3 "$top/scripts/make-openimages-like.py" "$corpus" "$work/$ds" 400 >/dev/null ;;
+    *) echo "bench_epoch.sh: unknown dataset $ds (photos, oi)" >&2; exit 1 ;;
+    esac
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null
+    on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" >/dev/null
+done
+
+mkdir -p "$results"
+csv=$results/epochs.csv
+echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup" >"$csv"
+# load RUN-NAME DATASET LOAD-ARGS...: one `sophon load`, its stats lines into the CSV with the
+# cgroup's CPU per epoch.
+load() {
+    local run=$1 ds=$2 c0 c1
+    shift 2
+    c0=$(cg_cpu)
+    on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --seed 1 --epochs "$epochs" \
+        --discard --threads 1 --client-cores 1 --prefetch "$prefetch" --format f32 "$@" \
+        >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
+    c1=$(cg_cpu)
+    awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$epochs" 'BEGIN {print (b - a) / e}')" '
+        /^stats: / { delete r; for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
+            printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f\n", ds, rate, cap, run, r["policy"], r["epoch"],
+                r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg }' "$work/load-$run.log" >>"$csv"
+}
+for ds in $datasets; do
+    for rate in $rates; do
+        for cap in $caps; do
+            "$vstart" start --build "$build" --dir "$dir" --pool "$pool" --osds 3 --net "$rate" \
+                --osd-cores "$cap" >/dev/null
+            for p in $policies; do
+                progress "$ds $rate cap $cap: $p"
+                load true "$ds" --policy "$p" --net "$rate" --storage-cores "$cap"
+            done
+            progress "$ds $rate cap $cap: selective, budget measured"
+            load measured "$ds" --policy selective
+            progress "$ds $rate cap $cap: two ranks"
+            half=$(awk -v r="${rate%Mbit}" 'BEGIN {print r / 2 "Mbit"}')
+            for rank in 0 1; do
+                load "rank$rank" "$ds" --policy selective --net "$half" --storage-cores "$cap" \
+                    --shard "$rank/2" &
+            done
+            c0=$(cg_cpu) t0=$(date +%s.%N)
+            wait
+            c1=$(cg_cpu) t1=$(date +%s.%N)
+            echo "$ds,$rate,$cap,ranks,selective,all,$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'),0,0,0,$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')" >>"$csv"
+        done
+    done
+done
+progress ""
+/usr/bin/python3 - "$csv" "$results/epochs.png" "$epochs" <<'PY'
+import csv, statistics, sys
+from collections import defaultdict
+rows = list(csv.DictReader(open(sys.argv[1])))
+cells = defaultdict(lambda: defaultdict(list))
+for r in rows:
+    cells[(r["dataset"], r["rate"], r["cap"])][(r["run"], r["policy"])].append(r)
+med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
+errs = []
+for (ds, rate, cap), runs in cells.items():
+    print(f"\n{ds}, {rate}, OSDs capped at {cap} cores:\n")
+    print("| policy | MB | epoch s (median) | model s | model error | OSD CPU s (cgroup) | vs none | vs sophon | last / first |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    none = med(runs[("true", "none")], "seconds") if ("true", "none") in runs else None
+    soph = med(runs[("true", "sophon")], "seconds") if ("true", "sophon") in runs else None
+    for (run, pol), rs in runs.items():
+        if run.startswith("rank") or run == "ranks":
+            continue
+        s, m = med(rs, "seconds"), med(rs, "model_s")
+        errs.append((s, m, pol))
+        print("| %s%s | %.2f | %.2f | %.2f | %+.0f%% | %.2f | %s | %s | %.2f |" % (
+            pol, " (measured budget)" if run == "measured" else "", med(rs, "bytes") / 1e6, s, m,
+            100 * (m / s - 1), float(rs[0]["osd_cpu_cgroup"]),
+            "%.2fx" % (none / s) if none else "-", "%.2fx" % (soph / s) if soph else "-",
+            float(rs[-1]["seconds"]) / float(rs[0]["seconds"])))
+    if ("ranks", "selective") in runs:
+        rk = runs[("ranks", "selective")][0]
+        wall, cpu = float(rk["seconds"]), float(rk["osd_cpu_cgroup"])
+        r0 = runs.get(("rank0", "selective"), [])
+        print("| two ranks, selective | %.2f | %.2f (wall, %s epochs) | %s | | %.2f (%.2f cores, cap %s) | | | |" % (
+            sum(float(r["bytes"]) for k in ("rank0", "rank1") for r in runs.get((k, "selective"), [])) / 1e6 / int(sys.argv[3]),
+            wall, sys.argv[3], "%.2f" % med(r0, "model_s") if r0 else "-", cpu, cpu / wall, cap))
+if errs:
+    within = sum(abs(m / s - 1) <= 0.10 for s, m, _ in errs)
+    print(f"\nmodel within 10% of the measured epoch: {within} of {len(errs)} runs")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 6))
+    for pol in sorted({p for _, _, p in errs}):
+        ax.scatter([s for s, m, p in errs if p == pol], [m for s, m, p in errs if p == pol], label=pol, s=14)
+    top = max(max(s, m) for s, m, _ in errs) * 1.05
+    ax.plot([0, top], [0, top], "k-", lw=0.8)
+    ax.plot([0, top], [0, top * 1.1], "k:", lw=0.6)
+    ax.plot([0, top], [0, top * 0.9], "k:", lw=0.6)
+    ax.set_xlabel("measured epoch s (median)")
+    ax.set_ylabel("modelled epoch s")
+    ax.set_title("bench_epoch.sh: every cell and policy (dotted: +-10%)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=100)
+    print(f"(the plot: {sys.argv[2]}, the data: {sys.argv[1]})")
+PY
