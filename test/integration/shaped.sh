@@ -9,6 +9,8 @@
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
 #   measure    sophon load without --net and --storage-cores measures a 100Mbit link within
 #              15% and OSDs capped at 0.5 cores, and plans for them
+#   ranks      two ranks of one job plan the same job plan and take their shards of it, within
+#              the OSDs' cap together
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -376,8 +378,65 @@ mode_measure() {
         bad "--net: $(grep '^stats:' "$work/given.log")"
 }
 
+# Two ranks of one job on one OSD budget (issue 13): each plans the job's plan for the whole
+# budget, the same in both (--no-adapt: from the profile alone), and takes its shard of it; so
+# their shards' predicted bytes add up to what one process planning the whole job predicts, the
+# shards cover the epoch, and together they use the OSDs within the cap.
+mode_ranks() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 1 --net 100Mbit --osd-cores 0.25
+    names
+    local ds=ranks
+    small_dataset "$corpus" "$sophon" "$work/$ds" 12 || die "make-dataset.sh failed"
+    local n
+    n=$(find "$work/$ds" -type f | wc -l)
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
+        die "cannot make the dataset through exec"
+    local args=(--id sophon -p "$pool" --dataset "$ds" --policy selective --discard --epochs 2
+        --seed 3 --no-adapt --storage-cores 0.25 --client-cores 1 --threads 1)
+    on_client "$sophon" load "${args[@]}" --net 100Mbit >"$work/one.log" 2>&1 ||
+        die "one process: $(tail -3 "$work/one.log")"
+    local c0 c1 t0 t1 r
+    c0=$(cg_cpu) t0=$(date +%s.%N)
+    for r in 0 1; do
+        on_client "$sophon" load "${args[@]}" --net 50Mbit --shard "$r/2" >"$work/rank$r.log" 2>&1 &
+    done
+    wait %1 && wait %2 || die "a rank failed: $(tail -3 "$work"/rank*.log)"
+    c1=$(cg_cpu) t1=$(date +%s.%N)
+    local e field
+    for e in 0 1; do
+        for field in predicted samples; do
+            local one sum
+            one=$(grep "^stats: .* epoch=$e " "$work/one.log" | grep -o " $field=[0-9]*" | cut -d= -f2)
+            sum=$(cat "$work"/rank[01].log | grep "^stats: .* epoch=$e " | grep -o " $field=[0-9]*" |
+                cut -d= -f2 | awk '{s += $1} END {print s}')
+            [ -n "$one" ] && [ "$one" = "$sum" ] &&
+                ok "epoch $e: the ranks' $field add up to one process's ($one)" ||
+                bad "epoch $e: $field: one process $one, the ranks $sum"
+        done
+        grep -q "^stats: .* epoch=$e samples=$n failed=0 " "$work/one.log" ||
+            bad "epoch $e: one process did not deliver the $n samples"
+    done
+    # The OSD CPU the ranks' responses report, per epoch, against the cap over the longer rank's
+    # epoch; and the cgroup's own count over the wall time of both.
+    local used
+    for e in 0 1; do
+        used=$(cat "$work"/rank[01].log | grep "^stats: .* epoch=$e " | awk '
+            {for (i = 2; i <= NF; i++) {split($i, kv, "="); if (kv[1] == "osd_cpu") c += kv[2];
+             if (kv[1] == "seconds" && kv[2] > t) t = kv[2]}} END {printf "%.3f %.3f", c, c / t}')
+        awk -v u="${used#* }" 'BEGIN {exit !(u <= 0.25 * 1.1)}' &&
+            ok "epoch $e: the ranks' preparations used ${used#* } cores (${used% *} s), cap 0.25" ||
+            bad "epoch $e: the ranks' preparations used ${used#* } cores, over the cap of 0.25"
+    done
+    used=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v t="$t1" 'BEGIN {printf "%.3f", (b - a) / (t - s)}')
+    awk -v u="$used" 'BEGIN {exit !(u > 0.02 && u <= 0.25 * 1.05)}' &&
+        ok "the OSDs used $used cores while both ranks ran (cap 0.25)" ||
+        bad "the OSDs used $used cores while both ranks ran (cap 0.25)"
+}
+
 case "$mode" in
-rate | cap | stop | selective | linkcut | measure) "mode_$mode" ;;
-*) die "unknown mode '$mode': rate, cap, stop, selective, linkcut or measure" ;;
+rate | cap | stop | selective | linkcut | measure | ranks) "mode_$mode" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective, linkcut, measure or ranks" ;;
 esac
 finish
