@@ -17,6 +17,7 @@ Usage: vstart/vstart.sh start [--osds N] [--dir DIR] [--pool NAME] [--pg-num N] 
        vstart/vstart.sh status [--dir DIR] [--build DIR]
        vstart/vstart.sh env [--dir DIR]
        vstart/vstart.sh exec [--dir DIR] -- CMD [ARGS...]
+       vstart/vstart.sh osd-cpu [--dir DIR]
 
 start   starts a mon, a mgr and N OSDs (default 1) with memstore, creates a replicated data pool
         (default 'sophon', size 1), the key client.sophon (read, write and call classes on that
@@ -30,6 +31,8 @@ status  health, OSDs up, and whether the sophon class answers; the link (rate, d
         addresses, bytes each end sent) and the CPU cap (quota, CPU time used, throttling).
 env     prints the export line that points ceph, rados and sophon at this cluster. A shaped
         cluster is reachable only from its client namespace: env says to use exec instead.
+osd-cpu prints the CPU seconds the OSDs of a cluster started with --osd-cores have used in their
+        cgroup (every thread, living or exited): the difference over a run is what it took.
 exec    runs CMD on the client side of the cluster with CEPH_CONF set to its ceph.conf: in the
         client namespace of a shaped cluster, else right here. Its exit code is CMD's. Scripts
         that run their clients through exec work alike on a shaped and an unshaped cluster.
@@ -767,6 +770,15 @@ do_env() {
     echo "export CEPH_CONF=$conf"
 }
 
+do_osd_cpu() {
+    [ -n "$(tb_get osd_cores)" ] || die "the OSDs of $dir have no CPU cap, so no cgroup counts their CPU: start the cluster with --osd-cores N"
+    cg_find && [ -d "$cg_cpu" ] || die "the cgroup $cg_name of $dir is missing: vstart/vstart.sh start --dir $dir"
+    local ns
+    ns=$(cg_usage_ns)
+    [ -n "$ns" ] || die "the cgroup $cg_name does not count CPU time (no cpuacct.usage or cpu.stat)"
+    awk -v u="$ns" 'BEGIN {printf "%.6f\n", u / 1e9}'
+}
+
 do_status() {
     [ -f "$conf" ] || die "no cluster in $dir: start one with vstart/vstart.sh start"
     local d state rc=0
@@ -810,6 +822,7 @@ stop) do_stop ;;
 status) do_status ;;
 env) do_env ;;
 exec) do_exec ;;
+osd-cpu) do_osd_cpu ;;
 -h | --help | help) usage ;;
 *) usage >&2; die "unknown command '$cmd'" ;;
 esac

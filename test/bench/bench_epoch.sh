@@ -35,16 +35,7 @@ first_rate=${rates%% *} first_cap=${caps%% *}
 rm -rf "$dir"
 "$vstart" start --build "$build" --dir "$dir" --pool "$pool" --osds 3 --net "$first_rate" \
     --osd-cores "$first_cap" >/dev/null
-hash=$(printf '%s' "$(cd "$dir" && pwd)" | sha256sum | cut -c1-8)
-# The OSDs' cgroup's CPU seconds (v1 cpuacct.usage, v2 cpu.stat usage_usec).
-cg_cpu() {
-    local d
-    d=$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" \( -path '*/cpuacct/*' -o -path '*/cpu,cpuacct/*' \) | head -n 1)
-    if [ -n "$d" ]; then awk '{printf "%.4f\n", $1 / 1e9}' "$d/cpuacct.usage"; else
-        d=$(find /sys/fs/cgroup -maxdepth 1 -name "sophon-$hash" | head -n 1)
-        awk '$1 == "usage_usec" {printf "%.4f\n", $2 / 1e6}' "$d/cpu.stat"
-    fi
-}
+cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
 for ds in $datasets; do
     progress "making and profiling the $ds dataset"
     case $ds in

@@ -41,6 +41,14 @@ start() { # vstart start arguments
         { cat "$work/start.log"; die "vstart.sh start $* failed (above)"; }
 }
 on_client() { "$vstart" exec --dir "$dir" -- "$@"; }
+# A dataset NAME of PER_CLASS photos per class of the corpus, put and profiled (SAMPLE objects
+# timed) from the client side of the link.
+client_dataset() { # name per_class sample
+    small_dataset "$corpus" "$sophon" "$work/$1" "$2" || die "make-dataset.sh failed"
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$1" --labels-from-dirs "$work/$1" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$1" --sample "$3" >/dev/null ||
+        die "cannot make the dataset through exec"
+}
 # The names vstart.sh gives what it makes for DIR (its usage text documents them).
 names() {
     hash=$(printf '%s' "$(cd "$dir" && pwd)" | sha256sum | cut -c1-8)
@@ -54,15 +62,8 @@ osd_cpu() {
     for pid in $(osd_pids); do cut -d')' -f2- "/proc/$pid/stat"; done |
         awk -v t="$tck" '{s += $12 + $13} END {printf "%.3f\n", s / t}'
 }
-# The cgroup's own count, in seconds (cpuacct.usage on v1, cpu.stat usage_usec on v2).
-cg_cpu() {
-    local d
-    d=$(find /sys/fs/cgroup -maxdepth 2 -name "sophon-$hash" \( -path '*/cpuacct/*' -o -path '*/cpu,cpuacct/*' \) | head -n 1)
-    if [ -n "$d" ]; then awk '{printf "%.3f\n", $1 / 1e9}' "$d/cpuacct.usage"; else
-        d=$(find /sys/fs/cgroup -maxdepth 1 -name "sophon-$hash" | head -n 1)
-        awk '$1 == "usage_usec" {printf "%.3f\n", $2 / 1e6}' "$d/cpu.stat"
-    fi
-}
+# The cgroup's own count, in seconds.
+cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", a / b}'; }
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN {exit !(x >= lo && x <= hi)}'; }
 
@@ -277,10 +278,7 @@ mode_selective() {
     start --osds 1 --net 50Mbit --osd-cores 1
     names
     local ds=shaped
-    small_dataset "$corpus" "$sophon" "$work/$ds" 10 || die "make-dataset.sh failed"
-    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
-        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
-        die "cannot make the dataset through exec"
+    client_dataset "$ds" 10 4
     local p t
     declare -A secs=()
     for p in none selective; do
@@ -307,12 +305,9 @@ mode_linkcut() {
     start --osds 1 --net 100Mbit
     names
     local ds=cut
-    small_dataset "$corpus" "$sophon" "$work/$ds" 8 || die "make-dataset.sh failed"
+    client_dataset "$ds" 8 0
     local n
     n=$(find "$work/$ds" -type f | wc -l)
-    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
-        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
-        die "cannot make the dataset through exec"
     local args=(--id sophon -p "$pool" --dataset "$ds" --policy resize --window 1 --net 100Mbit
         --storage-cores 1)
     on_client "$sophon" load "${args[@]}" --out "$work/calm" >"$work/calm.log" 2>&1 ||
@@ -350,10 +345,7 @@ mode_measure() {
     start --osds 1 --net 100Mbit --osd-cores 0.5
     names
     local ds=measure
-    small_dataset "$corpus" "$sophon" "$work/$ds" 20 || die "make-dataset.sh failed"
-    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
-        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 >/dev/null ||
-        die "cannot make the dataset through exec"
+    client_dataset "$ds" 20 0
     local i mbit cores
     for i in 1 2; do
         on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
@@ -387,12 +379,9 @@ mode_ranks() {
     start --osds 1 --net 100Mbit --osd-cores 0.25
     names
     local ds=ranks
-    small_dataset "$corpus" "$sophon" "$work/$ds" 12 || die "make-dataset.sh failed"
+    client_dataset "$ds" 12 4
     local n
     n=$(find "$work/$ds" -type f | wc -l)
-    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
-        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 4 >/dev/null ||
-        die "cannot make the dataset through exec"
     local args=(--id sophon -p "$pool" --dataset "$ds" --policy selective --discard --epochs 2
         --seed 3 --no-adapt --storage-cores 0.25 --client-cores 1 --threads 1)
     on_client "$sophon" load "${args[@]}" --net 100Mbit >"$work/one.log" 2>&1 ||
