@@ -1099,8 +1099,9 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
  * (SOPHON_SEL_OSD_OP_S, OSD seconds: times the storage speed, which the planner divides by), and
  * where the crop stage is offered, each record's crop bytes for the box its sample gets this
  * epoch (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of the
- * image, scaled to this box's crop region). Every rank computes the same figures. l->seed,
- * l->epoch and l->storage_speed are the epoch's. Returns the set or NULL (no memory).
+ * image, scaled to this box's crop region). Every rank computes the same figures from the same
+ * profile (no_adapt); what adapts, the speeds and obj_ratio, is each rank's own measurement.
+ * l->seed, l->epoch and l->storage_speed are the epoch's. Returns the set or NULL (no memory).
  */
 static const sophon_records *epoch_records(struct sophon_loader *l)
 {
