@@ -444,9 +444,6 @@ osd class load list = *
 osd class default list = *
 osd heartbeat grace = 8
 osd heartbeat interval = 2
-# The op queue of Ceph 16, also on 18 (whose default is mclock_scheduler): there, after an OSD
-# was stopped (SIGSTOP) for 4 s, its client ops stayed "delayed" in the queue for minutes.
-osd op queue = wpq
 EOF
 }
 
