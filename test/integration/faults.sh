@@ -72,6 +72,17 @@ kill -STOP "$osd" && stopped=$osd
 kill -0 $loader 2>/dev/null && ok "osd.1 stopped while the loader runs" || bad "the loader ended first"
 sleep 4
 kill -CONT "$osd" && stopped=
+# Ceph 18 (reef) can leave the PGs of an OSD that was paused, alone in their acting set (pool
+# size 1), "laggy" for minutes: the read lease is never renewed and reads wait "for readable".
+# Where they still are 8 s later, the OSD is marked down, as a longer pause would have had it,
+# and re-peers with a new lease (Ceph 16 never needs this). The loader's retries carry it over.
+for _ in $(seq 16); do
+    kill -0 $loader 2>/dev/null || break
+    sleep 0.5
+done
+if kill -0 $loader 2>/dev/null && ceph pg ls 2>/dev/null | grep -q laggy; then
+    ceph osd down 1 >/dev/null 2>&1 && echo "note: PGs laggy 8 s after the pause: osd.1 marked down to re-peer"
+fi
 wait $loader
 rc=$?
 [ $rc = 0 ] && once sigstop && same sigstop calm &&
