@@ -257,9 +257,10 @@ static int load_records(struct plan_args *a, sophon_records **set)
 
 /* Prints the budget and one row per policy planned (every one with --compare); *chosen gets the
  * plan of the policy asked for, NULL if it is not possible. */
-static void print_plans(struct plan_args *a, const sophon_records *set, struct sophon_plan **chosen)
+static void print_plans(const struct plan_args *a, const sophon_records *set,
+                        struct sophon_plan **chosen)
 {
-    struct sophon_budget *b = &a->budget;
+    const struct sophon_budget *b = &a->budget;
 
     printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f), %g client "
            "cores, %s output%s\n",
@@ -268,8 +269,8 @@ static void print_plans(struct plan_args *a, const sophon_records *set, struct s
            b->client_cores, sophon_format_name(b->final_format),
            b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     /* As the loader plans: the link's payload, and the OSDs' CPU per operation (selector.h). */
-    struct sophon_budget given = *b;
-    b->bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
+    struct sophon_budget planned = *b;
+    planned.bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;
@@ -279,8 +280,8 @@ static void print_plans(struct plan_args *a, const sophon_records *set, struct s
 
         if (!a->compare && p != a->policy)
             continue;
-        b->policy = p;
-        r = sophon_plan_make(&plan, set, b);
+        planned.policy = p;
+        r = sophon_plan_make(&plan, set, &planned);
         if (r < 0) {
             printf("%-10s (not possible under these budgets: %s)\n", sophon_policy_name(p),
                    strerror(-r));
@@ -292,7 +293,6 @@ static void print_plans(struct plan_args *a, const sophon_records *set, struct s
         else
             sophon_plan_free(plan);
     }
-    *b = given;
 }
 
 /* The chosen plan's objects per stage. */

@@ -71,11 +71,11 @@ static double storage_capacity(const struct sophon_budget *b)
     return b->storage_cores == 0 ? 0.0 : b->storage_cores * b->storage_speed;
 }
 
-/* Seconds of the OSDs for one stage's storage CPU. With no OSD cores for the job, plain reads
+/* The storage CPU of stage s that the job counts. With no OSD cores for the job, plain reads
  * still happen (their cost, sophon_records_add_osd_op, is then not the job's to count). */
-static double storage_time(double cpu_s, double scap, int s)
+static double counted_storage_cpu(double cpu_s, double scap, int s)
 {
-    return s == SOPHON_STAGE_STORED && scap == 0.0 ? 0.0 : rtime(cpu_s, scap);
+    return s == SOPHON_STAGE_STORED && scap == 0.0 ? 0.0 : cpu_s;
 }
 
 static double gpu_time(size_t n, const struct sophon_budget *b)
@@ -104,7 +104,7 @@ static int build_problem(struct sophon__problem *p, const sophon_records *set,
             if (!stage_valid(rec, b, s))
                 continue;
             double net = rtime((double)rec->stage[s].bytes, b->bandwidth_Bps);
-            double st = storage_time(rec->stage[s].storage_cpu_s, scap, s);
+            double st = rtime(counted_storage_cpu(rec->stage[s].storage_cpu_s, scap, s), scap);
             double cl = rtime(client_cpu(rec, b, s), b->client_cores);
             if (isinf(net) || isinf(st) || isinf(cl))
                 continue;
@@ -150,7 +150,7 @@ static void plan_fill(struct sophon_plan *pl, const sophon_records *set,
                       const struct sophon_budget *b)
 {
     uint64_t bytes = 0;
-    double scpu = 0, ccpu = 0, offloaded_scpu = 0;
+    double scpu = 0, ccpu = 0, counted_scpu = 0, scap = storage_capacity(b);
     size_t off = 0;
     for (size_t i = 0; i < pl->n; i++) {
         const struct sophon_record *rec = sophon_records_get(set, i);
@@ -162,16 +162,14 @@ static void plan_fill(struct sophon_plan *pl, const sophon_records *set,
         scpu += pl->storage_cpu_s[i];
         ccpu += pl->client_cpu_s[i];
         off += s != SOPHON_STAGE_STORED;
-        if (s != SOPHON_STAGE_STORED)
-            offloaded_scpu += pl->storage_cpu_s[i];
+        counted_scpu += counted_storage_cpu(pl->storage_cpu_s[i], scap, s);
     }
     pl->total_bytes = bytes;
     pl->total_storage_cpu_s = scpu;
     pl->total_client_cpu_s = ccpu;
     pl->offloaded = off;
     pl->net_s = rtime((double)bytes, b->bandwidth_Bps);
-    double scap = storage_capacity(b);
-    pl->storage_s = rtime(scap == 0.0 ? offloaded_scpu : scpu, scap);
+    pl->storage_s = rtime(counted_scpu, scap);
     pl->client_s = rtime(ccpu, b->client_cores);
     pl->gpu_s = gpu_time(pl->n, b);
     pl->epoch_s = fmax(fmax(pl->net_s, pl->storage_s), fmax(pl->client_s, pl->gpu_s));
@@ -241,11 +239,12 @@ static int cmp_ranked(const void *x, const void *y)
  *    final format allows (U8 today); objects it would not make smaller are never offloaded;
  *  - objects are ranked by bytes saved / storage CPU seconds spent beyond a plain read's,
  *    highest first (an object that costs no more ranks first), ties by index;
- *  - starting from "all stored" (whose storage time is the plain reads', if any), objects are taken
- * in that order, and the walk stops at the first object whose offload would make the storage time
- * (CPU / storage capacity) exceed the network time left after it (bytes still sent / bandwidth). It
- * stops there rather than skipping to cheaper objects, and it ignores client CPU, as the paper
- * does. Objects no budget allows to offload (zero storage cores) are not candidates.
+ *  - starting from "all stored" (whose storage time is the plain reads', if any), objects are
+ *    taken in that order, and the walk stops at the first object whose offload would make the
+ *    storage time (CPU / storage capacity) exceed the network time left after it (bytes still
+ *    sent / bandwidth). It stops there rather than skipping to cheaper objects, and it ignores
+ *    client CPU, as the paper does.
+ * Objects no budget allows to offload (zero storage cores) are not candidates.
  */
 static int sophon_rule(const struct sophon__problem *p, const sophon_records *set,
                        const struct sophon_budget *b, uint8_t *stage)
