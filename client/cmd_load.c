@@ -40,9 +40,9 @@ static const char usage[] =
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
     "      --window W          RADOS operations in flight (default 32)\n"
-    "      --prefetch N        batches prepared ahead of the one being consumed (default\n"
-    "                          1 + window / batch); more when a tight OSD budget makes reads\n"
-    "                          wait behind long preparations\n"
+    "      --prefetch N        batches prepared ahead of the one being consumed (default:\n"
+    "                          chosen per epoch, at least 1 + window / batch, more while the\n"
+    "                          plan's longest preparation would outlast the ring's reads)\n"
     "      --threads T         local worker threads (default: the CPUs this process may use:\n"
     "                          its affinity, capped by its cgroup's CPU quota)\n"
     "      --net RATE          bandwidth the plan assumes (default: measured when the loader\n"
@@ -153,12 +153,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
                (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
     printf(", %s %.2f MB (%llu)", sophon_stage_name(SOPHON_LOADER_STAGE_CROP),
            (double)st->crop_bytes / 1e6, (unsigned long long)st->crop_samples);
-    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu; retries %llu, fallbacks %llu (%llu "
-           "declined by busy OSDs)%s\n",
+    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu, %llu read as stored not to keep "
+           "the link waiting; retries %llu, fallbacks %llu (%llu declined by busy OSDs)%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
            total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
-           (unsigned long long)st->retries, (unsigned long long)st->fallbacks,
-           (unsigned long long)st->declined,
+           (unsigned long long)st->demoted, (unsigned long long)st->retries,
+           (unsigned long long)st->fallbacks, (unsigned long long)st->declined,
            st->class_available ? "" : " (class unavailable: local path)");
     double dev = st->predicted_bytes
                      ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
@@ -180,7 +180,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
            "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
-           "osd_cores_measured=%d\n",
+           "osd_cores_measured=%d demoted=%llu prefetch=%u\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -188,7 +188,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (double)st->osd_cpu_ns / 1e9, (unsigned long long)st->declined, st->predicted_epoch_s,
            (unsigned long long)st->crop_bytes, (unsigned long long)st->crop_samples,
            (unsigned long long)st->predicted_crop_bytes, st->bandwidth_Bps * 8 / 1e6,
-           st->bandwidth_measured, st->storage_cores, st->storage_measured);
+           st->bandwidth_measured, st->storage_cores, st->storage_measured,
+           (unsigned long long)st->demoted, st->prefetch);
 }
 
 enum {

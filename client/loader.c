@@ -12,8 +12,11 @@
  * Batch buffers form a ring of nbufs batches; position p of the epoch is written into buffer
  * (p / B) % nbufs at row p % B. A position is issued only when its buffer is no longer held by
  * the caller, which bounds memory to nbufs * B samples whatever the OSDs do. nbufs is the
- * options' prefetch + 1: a read that waits in its OSD behind a long preparation (one operation
- * at a time per placement group) holds up its batch, and the link idles once the ring is full.
+ * options' prefetch + 1, or chosen per epoch (epoch_nbufs): a sample still being prepared in
+ * its OSD holds up its batch, and the link idles once the ring is full.
+ *
+ * Selective's plan is also corrected as the epoch runs (control.h): a sample planned in the OSD
+ * whose preparation would keep the link waiting longer than reading it costs is read as stored.
  */
 #define _GNU_SOURCE /* pthread_condattr_setclock with CLOCK_MONOTONIC */
 #include "sophon.h"
@@ -37,8 +40,13 @@
 #include "sampler.h"
 #include "selector.h"
 #include "sophon_common.h"
+#include "control.h"
 #include "sophon_config.h"
 #include "wire.h"
+
+/* The samples' memory the loader may give its ring of batches when it sizes it itself (the
+ * options' prefetch 0): 256 MiB, 1700 u8 samples of 224 x 224. */
+#define SOPHON_RING_MAX_BYTES (256u << 20)
 
 /* A retry waits at most this long, however many came before it. */
 #define BACKOFF_MAX_S 5.0
@@ -52,6 +60,9 @@ struct slot {
     uint64_t pos, index;
     int stage;   /* what this attempt asks the OSD for: STORED (a plain read), CROP, U8 or F32 */
     int planned; /* the plan's stage */
+    int demoted; /* planned in the OSD, read as stored by the controller (control.h) */
+    uint64_t expect_bytes; /* the response the plan expects for this attempt's stage */
+    double osd_model_s;    /* the attempt's modelled OSD CPU, seconds on the OSDs' cores */
     unsigned attempts;
     double not_before; /* monotonic seconds, for a retry */
     int rc;            /* the operation's result (bytes read for a plain read) */
@@ -109,10 +120,19 @@ struct sophon_loader {
     uint64_t *order;
     size_t m;
     struct sophon_plan *plan;
+    uint64_t *cum_bytes; /* cum_bytes[q]: the plan's bytes of positions 0..q) of the epoch */
+    /* The controller's view of the epoch (control.h): this rank's link (payload) and share of
+     * the OSDs' cores, its client cores (reference), the model's OSD speed; bytes expected from
+     * the operations in flight; scratch for the OSD CPU of the preparations in flight. */
+    int control;
+    double ctl_rate_Bps, ctl_osd_cores, ctl_client_cores, ctl_storage_speed;
+    uint64_t inflight_bytes;
+    double *ctl_cpu;
     uint64_t issued, delivered, released;
     unsigned inflight, busy;
     struct slot *slots;
     size_t nslots;
+    unsigned nbufs_cap; /* batch buffers allocated: the deepest ring so far */
     struct batchbuf *bufs;
     unsigned nbufs;
     struct slot *work_head, *work_tail, *retry;
@@ -184,6 +204,7 @@ static void on_complete(rados_completion_t c, void *arg)
     pthread_mutex_lock(&l->mu);
     s->rc = r;
     l->inflight--;
+    l->inflight_bytes -= s->expect_bytes;
     enqueue_work(l, s);
     pthread_cond_signal(&l->cv_disp);
     if (!l->running)
@@ -251,6 +272,7 @@ failed:
     pthread_mutex_lock(&l->mu);
     s->rc = r;
     l->inflight--;
+    l->inflight_bytes -= s->expect_bytes;
     enqueue_work(l, s);
     pthread_mutex_unlock(&l->mu);
 }
@@ -304,6 +326,48 @@ static int geometry_unknown(const struct sophon_record *rec)
     return rec->width == 0 || rec->height == 0;
 }
 
+static double client_model(const struct sophon_loader *l, const struct sophon_record *rec,
+                           int stage);
+
+/* The bytes an attempt at the slot's stage should bring back: the plan's for its stage, the
+ * object's as stored for a plain read. */
+static uint64_t expected_bytes(const struct sophon_loader *l, const struct slot *s)
+{
+    return s->stage == s->planned ? l->plan->bytes[s->index] : record(l, s->index)->stored_bytes;
+}
+
+/* Whether the controller reads slot s, planned in the OSD, as stored instead (control.h); mu
+ * held, s not yet counted in flight. */
+static int control_demotes(struct sophon_loader *l, const struct slot *s,
+                           const struct sophon_record *rec)
+{
+    size_t k = 0, b = l->o.batch_size;
+    for (size_t i = 0; i < l->nslots && k < l->o.window; i++) {
+        const struct slot *o = &l->slots[i];
+        if (o != s && o->state == SLOT_INFLIGHT && o->stage != SOPHON_STAGE_STORED)
+            l->ctl_cpu[k++] = o->osd_model_s;
+    }
+    /* While s is outstanding its batch cannot be delivered, and the loader can issue no further
+     * than nbufs batches from it. */
+    size_t end = (size_t)(s->pos / b + l->nbufs) * b;
+    if (end > l->m)
+        end = l->m;
+    double stored_client = client_model(l, rec, SOPHON_STAGE_STORED);
+    struct sophon__control_in in = {
+        .rate_Bps = l->ctl_rate_Bps,
+        .osd_cores = l->ctl_osd_cores,
+        .client_cores = l->ctl_client_cores,
+        .own_cpu_s = s->osd_model_s,
+        .inflight_cpu_s = l->ctl_cpu,
+        .ninflight = k,
+        .cover_bytes = l->inflight_bytes + l->cum_bytes[end] - l->cum_bytes[s->pos + 1],
+        .planned_bytes = l->plan->bytes[s->index],
+        .stored_bytes = rec->stored_bytes,
+        .extra_client_s = fmax(0, stored_client - l->plan->client_cpu_s[s->index]),
+    };
+    return sophon__control_demote(&in);
+}
+
 static void *dispatcher_main(void *arg)
 {
     struct sophon_loader *l = arg;
@@ -323,7 +387,9 @@ static void *dispatcher_main(void *arg)
                 }
                 *pp = s->next;
                 s->state = SLOT_INFLIGHT;
+                s->expect_bytes = expected_bytes(l, s);
                 l->inflight++;
+                l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
             while (l->inflight < l->o.window && can_issue(l)) {
@@ -342,8 +408,17 @@ static void *dispatcher_main(void *arg)
                     l->class_ok && !geometry_unknown(rec) && sophon_request_fits(&s->p, l->wire)
                         ? s->planned
                         : SOPHON_STAGE_STORED;
+                if (s->stage != SOPHON_STAGE_STORED) {
+                    s->osd_model_s = l->plan->storage_cpu_s[s->index] / l->ctl_storage_speed;
+                    if (l->control && control_demotes(l, s, rec)) {
+                        s->stage = SOPHON_STAGE_STORED;
+                        s->demoted = 1;
+                    }
+                }
                 s->state = SLOT_INFLIGHT;
+                s->expect_bytes = expected_bytes(l, s);
                 l->inflight++;
+                l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
         }
@@ -599,7 +674,9 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
         st->samples++;
     }
     /* Planned in the OSD, prepared here: the class was unusable or the OSD did not answer. */
-    if (s->planned != SOPHON_STAGE_STORED && s->stage == SOPHON_STAGE_STORED)
+    if (s->demoted)
+        st->demoted++;
+    else if (s->planned != SOPHON_STAGE_STORED && s->stage == SOPHON_STAGE_STORED)
         st->fallbacks++;
     st->bytes_received += res->bytes;
     if (res->bytes > 0) {
@@ -889,29 +966,78 @@ static void restrict_stages(struct sophon_loader *l)
     sophon_records_restrict(l->ds.records, l->stages);
 }
 
-static int alloc_ring(struct sophon_loader *l)
+/* The ring's default depth: the options' prefetch, else enough for the window and one more. */
+static unsigned default_nbufs(const struct sophon_loader *l)
+{
+    unsigned b = l->o.batch_size;
+    return 1 + (l->o.prefetch > 0 ? l->o.prefetch : 1 + (l->o.window + b - 1) / b);
+}
+
+/* Makes the ring nbufs batches deep, growing its buffers where it has fewer (mu held or no
+ * threads; nothing of an epoch in flight). Returns 0 or -ENOMEM (the ring as it was). */
+static int ring_resize(struct sophon_loader *l, unsigned nbufs)
 {
     size_t b = l->o.batch_size;
-    l->nbufs =
-        1 + (l->o.prefetch > 0 ? l->o.prefetch : 1 + (l->o.window + (unsigned)b - 1) / (unsigned)b);
-    l->nslots = (size_t)l->nbufs * b;
-    l->slots = calloc(l->nslots, sizeof(*l->slots));
-    l->bufs = calloc(l->nbufs, sizeof(*l->bufs));
-    l->obj_ratio = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->obj_ratio));
-    if (l->slots == NULL || l->bufs == NULL || l->obj_ratio == NULL)
-        return -ENOMEM;
-    for (unsigned i = 0; i < l->nbufs; i++) {
-        struct batchbuf *bb = &l->bufs[i];
-        bb->data = malloc(b * l->sample_bytes);
-        bb->labels = calloc(b, sizeof(*bb->labels));
-        bb->names = calloc(b, sizeof(*bb->names));
-        bb->indices = calloc(b, sizeof(*bb->indices));
-        bb->errors = calloc(b, sizeof(*bb->errors));
-        if (bb->data == NULL || bb->labels == NULL || bb->names == NULL || bb->indices == NULL ||
-            bb->errors == NULL)
+    if (nbufs > l->nbufs_cap) {
+        struct slot *slots = calloc((size_t)nbufs * b, sizeof(*slots));
+        struct batchbuf *bufs = realloc(l->bufs, nbufs * sizeof(*bufs));
+        if (bufs != NULL)
+            l->bufs = bufs;
+        if (slots == NULL || bufs == NULL) {
+            free(slots);
             return -ENOMEM;
+        }
+        free(l->slots);
+        l->slots = slots;
+        for (unsigned i = l->nbufs_cap; i < nbufs; i++) {
+            struct batchbuf *bb = &l->bufs[i];
+            memset(bb, 0, sizeof(*bb));
+            l->nbufs_cap = i + 1;
+            bb->data = malloc(b * l->sample_bytes);
+            bb->labels = calloc(b, sizeof(*bb->labels));
+            bb->names = calloc(b, sizeof(*bb->names));
+            bb->indices = calloc(b, sizeof(*bb->indices));
+            bb->errors = calloc(b, sizeof(*bb->errors));
+            if (bb->data == NULL || bb->labels == NULL || bb->names == NULL ||
+                bb->indices == NULL || bb->errors == NULL)
+                return -ENOMEM; /* freed at close: nbufs_cap counts it */
+        }
     }
+    l->nbufs = nbufs;
+    l->nslots = (size_t)nbufs * b;
     return 0;
+}
+
+static int alloc_ring(struct sophon_loader *l)
+{
+    l->obj_ratio = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->obj_ratio));
+    l->ctl_cpu = calloc(l->o.window, sizeof(*l->ctl_cpu));
+    if (l->obj_ratio == NULL || l->ctl_cpu == NULL)
+        return -ENOMEM;
+    return ring_resize(l, default_nbufs(l));
+}
+
+/*
+ * The ring's depth for this epoch when the options leave it to the loader (prefetch 0): deep
+ * enough that the link has the ring to read while the longest preparation planned in this shard
+ * runs (sophon__control_ring), within SOPHON_RING_MAX_BYTES of samples; never below the default.
+ * At 0.15 OSD cores and 100 Mbit/s a 16 MB photo's preparation took 1.7 s, the default ring 0.6 s
+ * of link.
+ */
+static unsigned epoch_nbufs(const struct sophon_loader *l)
+{
+    unsigned dflt = default_nbufs(l);
+    size_t b = l->o.batch_size;
+    if (l->o.prefetch > 0 || l->m == 0)
+        return dflt;
+    double longest = 0;
+    for (size_t k = 0; k < l->m; k++)
+        if (l->plan->stage[l->order[k]] != SOPHON_STAGE_STORED)
+            longest = fmax(longest, l->plan->storage_cpu_s[l->order[k]]);
+    double most = floor((double)SOPHON_RING_MAX_BYTES / ((double)b * (double)l->sample_bytes));
+    return sophon__control_ring(longest / l->ctl_storage_speed, l->ctl_osd_cores,
+                                (double)l->cum_bytes[l->m] / (double)l->m * (double)b,
+                                l->ctl_rate_Bps, dflt, most > dflt ? (unsigned)most : dflt);
 }
 
 static int connect_pool(struct sophon_loader *l, const char *conf, const char *client_id,
@@ -1180,16 +1306,41 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
         free(order);
         return r;
     }
+    uint64_t *cum = malloc((m + 1) * sizeof(*cum));
+    if (cum == NULL) {
+        pthread_mutex_unlock(&l->mu);
+        sophon_plan_free(plan);
+        free(order);
+        return -ENOMEM;
+    }
+    cum[0] = 0;
+    for (size_t k = 0; k < m; k++)
+        cum[k + 1] = cum[k] + plan->bytes[order[k]];
     sophon_plan_free(l->plan);
     free(l->order);
+    free(l->cum_bytes);
     l->plan = plan;
     l->order = order;
+    l->cum_bytes = cum;
     l->m = m;
+    /* The controller's rates: this rank's link, its share of the job's OSD cores, its client
+     * cores. It serves selective only: the other policies are placements fixed by their rule,
+     * the references selective is measured against; and it is off where the plan is to be
+     * taken as made (no_adapt). */
+    l->control = l->policy == SOPHON_POLICY_SELECTIVE && !l->o.no_adapt;
+    l->ctl_rate_Bps = budget.bandwidth_Bps / l->o.world;
+    l->ctl_osd_cores = budget.storage_cores / l->o.world;
+    l->ctl_client_cores = budget.client_cores / l->o.world;
+    l->ctl_storage_speed = budget.storage_speed > 0 ? budget.storage_speed : 1.0;
+    l->inflight_bytes = 0;
+    /* Without memory for a deeper ring the epoch runs on the one it has, only slower. */
+    (void)ring_resize(l, epoch_nbufs(l));
     l->issued = l->delivered = l->released = 0;
     for (unsigned i = 0; i < l->nbufs; i++)
         l->bufs[i].done = l->bufs[i].failed = 0;
     memset(&l->st, 0, sizeof(l->st));
     l->st.epoch = epoch;
+    l->st.prefetch = l->nbufs - 1;
     l->st.class_available = l->class_ok;
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;
@@ -1300,7 +1451,7 @@ void sophon_loader_close(sophon_loader *l)
     pthread_cond_destroy(&l->cv_done);
     free(l->workers);
     free(l->to_issue);
-    for (unsigned i = 0; l->bufs != NULL && i < l->nbufs; i++) {
+    for (unsigned i = 0; l->bufs != NULL && i < l->nbufs_cap; i++) {
         free(l->bufs[i].data);
         free(l->bufs[i].labels);
         free(l->bufs[i].names);
@@ -1315,6 +1466,8 @@ void sophon_loader_close(sophon_loader *l)
     sophon__dataset_free(&l->ds);
     free(l->mtimes);
     free(l->obj_ratio);
+    free(l->ctl_cpu);
+    free(l->cum_bytes);
     if (l->io != NULL)
         rados_ioctx_destroy(l->io);
     if (l->cluster != NULL)

@@ -168,7 +168,10 @@ struct sophon_loader_options {
                         * the delivery of its batch, and the link idles once the ring is full:
                         * under a tight OSD CPU budget, prefetch as many batches as the link
                         * carries while the longest preparation runs (BENCHMARKS.md). 0 (the
-                        * default): 1 + window / batch_size, rounded up */
+                        * default): the loader chooses per epoch, at least 1 + window /
+                        * batch_size rounded up, more (up to 256 MiB of samples) where the
+                        * plan's longest preparation would outlast the link's reading of the
+                        * ring at the budget's OSD cores */
 };
 
 /* clang-format off */
@@ -200,8 +203,8 @@ struct sophon_batch {
 };
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
- * declined, 3 the crop stage's figures. */
-#define SOPHON_LOADER_STATS_VERSION 3
+ * declined, 3 the crop stage's figures, 4 demoted and prefetch. */
+#define SOPHON_LOADER_STATS_VERSION 4
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -236,6 +239,13 @@ struct sophon_loader_stats {
     uint64_t measure_bytes;
     double storage_cores; /* the job's OSD cores as the plan took them: given, or measured */
     int storage_measured; /* 1 if measured (SOPHON_BUDGET_MEASURE) */
+    /* Version 4. */
+    uint64_t demoted;  /* samples the plan put in the OSD that the loader read as stored,
+                        * because their preparation would have kept the link waiting longer
+                        * than reading them costs (the within-epoch controller); not counted
+                        * in fallbacks */
+    unsigned prefetch; /* the batches this epoch prepared ahead of the one consumed: the
+                        * options' prefetch, or as the loader chose it (see there) */
 };
 
 /* clang-format off */

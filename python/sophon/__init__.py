@@ -113,8 +113,9 @@ class Loader:
 
     conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin.
     threads 0 means one worker per online CPU; window is the RADOS operations in flight;
-    prefetch the batches prepared ahead of the one being consumed (0: 1 + window / batch_size;
-    more where reads wait in the OSDs behind long preparations, under a tight OSD CPU budget).
+    prefetch the batches prepared ahead of the one being consumed (0: the loader chooses per
+    epoch, at least 1 + window / batch_size, more where the plan's longest preparation in the
+    OSDs would outlast the link's reading of the ring).
     stages restricts what the plan may choose, e.g. "stored,u8" (None: every stage: stored, the
     lossless crop, u8, f32).
 
@@ -187,7 +188,8 @@ class Loader:
     def stats(self):
         """Statistics of the current (or last) epoch of this shard, as `sophon load` prints them:
         samples, failed, samples_per_s, bytes_received, bytes_by_stage, offloaded, retries,
-        fallbacks, elapsed_s, client_cpu_s, osd_cpu_s, the plan's predicted_bytes,
+        fallbacks, demoted (planned in the OSDs, read as stored not to keep the link waiting),
+        prefetch (the ring's depth this epoch), elapsed_s, client_cpu_s, osd_cpu_s, the plan's predicted_bytes,
         predicted_epoch_s, ..."""
         return self._l.stats()
 

@@ -6,6 +6,8 @@
 #   stop       stop removes the namespaces, veth, qdiscs and cgroup, also after the daemons were
 #              killed with SIGKILL, and nothing it did not make
 #   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
+#   control    a long preparation on 0.25 OSD cores: the loader deepens its ring for it, the
+#              samples are the same, the stats add up
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
 #   measure    sophon load without --net and --storage-cores measures a 100Mbit link within
 #              15% and OSDs capped at 0.5 cores, and plans for them
@@ -296,6 +298,59 @@ mode_selective() {
         bad "selective's epoch ${secs[selective]} s is not shorter than none's ${secs[none]} s"
 }
 
+# The loader's within-epoch decisions on a tight OSD budget (client/control.h): a photo of
+# many megabytes among small ones, on 0.25 OSD cores behind 100Mbit. Selective plans it in the
+# OSD (its preparation saves most of its bytes); that preparation outlasts the link's reading
+# of the default ring (3 batches), so the loader deepens the ring for the epoch; given
+# --prefetch it keeps that. Either way every sample is delivered, the same bytes, and the
+# stats add up: what the OSDs prepared, what the controller read as stored, and the fallbacks
+# make the plan's offloads.
+mode_control() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 1 --net 100Mbit --osd-cores 0.25
+    names
+    local ds=ctl c
+    small_dataset "$corpus" "$sophon" "$work/$ds" 16 || die "make-dataset.sh failed"
+    c=$(ls "$work/$ds" | head -n 1)
+    # 12 megapixels of noise at quality 95: about 10 MB stored, 150 KB prepared.
+    /usr/bin/python3 -c 'import sys, random
+from PIL import Image
+random.seed(7)
+Image.frombytes("RGB", (4000, 3000), random.randbytes(4000 * 3000 * 3)).save(sys.argv[1], quality=95)' \
+        "$work/$ds/$c/big.jpg" || die "cannot make the large photo (python3-pil)"
+    on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
+        on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" >/dev/null ||
+        die "cannot make the dataset through exec"
+    local args=(--id sophon -p "$pool" --dataset "$ds" --policy selective --epochs 2 --seed 3
+                --net 100Mbit --storage-cores 0.25 --client-cores 1 --threads 1)
+    on_client "$sophon" load "${args[@]}" --out "$work/auto" >"$work/auto.log" 2>&1 ||
+        { cat "$work/auto.log"; die "load failed"; }
+    on_client "$sophon" load "${args[@]}" --prefetch 2 --out "$work/two" >"$work/two.log" 2>&1 ||
+        { cat "$work/two.log"; die "load --prefetch 2 failed"; }
+    grep -E "^(epoch|  offloaded|  planner|stats)" "$work/auto.log" "$work/two.log"
+    local f
+    for f in auto two; do
+        awk '/^stats:/ {for (i = 2; i <= NF; i++) {split($i, a, "="); r[a[1]] = a[2]}
+                 n++; if (r["failed"] != 0) exit 1}
+             END {exit n != 2}' "$work/$f.log" ||
+            bad "$f: not two epochs without failures"
+        # offloaded + demoted + fallbacks = planned, per epoch (stats has no planned: the
+        # summary line does).
+        awk '/^  offloaded/ {o = $2; p = $7 + 0; d = $8 + 0; f = $0; sub(/.*fallbacks /, "", f);
+                 if (o + d + (f + 0) != p) {print "epoch adds up to " o + d + f " not " p; bad = 1}}
+             END {exit bad}' "$work/$f.log" && ok "$f: offloaded, demoted and fallbacks add up to the plan" ||
+            bad "$f: offloaded, demoted and fallbacks do not add up to the plan's offloads"
+    done
+    local pf
+    pf=$(sed -n 's/^stats:.* prefetch=\([0-9]*\).*/\1/p' "$work/auto.log" | sort -n | tail -n 1)
+    [ "${pf:-0}" -gt 2 ] && ok "the loader prefetched $pf batches for the long preparation" ||
+        bad "the ring stayed at ${pf:-?} batches though the plan has a long preparation"
+    [ "$(sed -n 's/^stats:.* prefetch=\([0-9]*\).*/\1/p' "$work/two.log" | sort -u)" = 2 ] &&
+        ok "--prefetch 2 kept 2" || bad "--prefetch 2 was not kept"
+    diff -rq "$work/auto" "$work/two" >/dev/null && ok "the same samples with either ring" ||
+        bad "the samples differ with the ring's depth"
+}
+
 # The fault campaign's cut link (issue 15): the client's end of the link down for 10 s in the
 # middle of an epoch, then up; every sample delivered once, byte-identical to an undisturbed
 # epoch, and what the recovery took printed. (netem's 100% loss would do as well where the
@@ -425,7 +480,7 @@ mode_ranks() {
 }
 
 case "$mode" in
-rate | cap | stop | selective | linkcut | measure | ranks) "mode_$mode" ;;
-*) die "unknown mode '$mode': rate, cap, stop, selective, linkcut, measure or ranks" ;;
+rate | cap | stop | selective | control | linkcut | measure | ranks) "mode_$mode" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective, control, linkcut, measure or ranks" ;;
 esac
 finish

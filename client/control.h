@@ -1,0 +1,71 @@
+/*
+ * control.h - the loader's within-epoch controller. Internal.
+ *
+ * The plan is made for throughput: the link's bytes, the OSDs' CPU and the client's, each over
+ * its rate. The loader delivers in order, though, through a ring of batches: while one sample is
+ * still being prepared in an OSD, the loader can read ahead only to the end of the ring, and then
+ * the link idles until that sample comes back. Under a tight OSD CPU budget one preparation can
+ * take seconds (the OSDs share their cores among every preparation in flight), far longer than
+ * the link needs for the ring. On the shaped testbed at 0.15 OSD cores a crop of a large photo
+ * took 2.4 s and held up its batch while the link had nothing left to read.
+ *
+ * So when the loader is about to send a sample the plan put in the OSD, it predicts when that
+ * preparation would come back (the OSDs' cores shared, processor-sharing style, with the
+ * preparations in flight) and how long the link stays busy meanwhile (the bytes in flight and
+ * those the ring still lets it read). Where the link would idle longer than reading the sample as
+ * stored costs (its extra bytes over the link, its decode over the client's cores), the sample
+ * is read as stored instead: demoted. Demotions only ever take work off the OSDs, so ranks that
+ * share the OSDs' budget stay within it whatever each decides; the sample delivered is the same
+ * either way (prep/ is one pipeline).
+ */
+#ifndef SOPHON_CONTROL_H
+#define SOPHON_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the controller knows when a planned preparation is about to be sent. Seconds of CPU are
+ * seconds on the resource itself (the model's, over the measured speed). */
+struct sophon__control_in {
+    double rate_Bps;              /* the link this rank reads over, payload bytes per second */
+    double osd_cores;             /* the OSDs' cores this rank's preparations share */
+    double client_cores;          /* this rank's cores for finishing samples; 0: none to spare */
+    double own_cpu_s;             /* the preparation's OSD CPU */
+    const double *inflight_cpu_s; /* the OSD CPU of each preparation in flight */
+    size_t ninflight;
+    uint64_t cover_bytes;   /* what the link can carry before it waits for this sample: the
+                             * bytes in flight and those of the later positions the ring lets
+                             * the loader issue while this one is outstanding */
+    uint64_t planned_bytes; /* the preparation's response */
+    uint64_t stored_bytes;  /* the object as stored */
+    double extra_client_s;  /* the client CPU a plain read adds over the planned stage */
+};
+
+/*
+ * sophon__control_latency - when a preparation of own_cpu_s sent now comes back, in seconds: it
+ * shares the OSD cores with the ones in flight, each of which takes at most as much of the
+ * cores as it has work left (counted whole: their progress is not known), and no one thread gets
+ * more than a core.
+ */
+double sophon__control_latency(const struct sophon__control_in *in);
+
+/*
+ * sophon__control_demote - 1 where the sample should be read as stored instead: the link would
+ * idle longer waiting for the preparation (its latency less the time the link is busy with
+ * cover_bytes) than the plain read costs (its extra bytes over the link, or its extra client CPU
+ * over the client's cores, whichever is longer). 0 otherwise, and for inputs it cannot judge
+ * (no rate, no OSD cores).
+ */
+int sophon__control_demote(const struct sophon__control_in *in);
+
+/*
+ * sophon__control_ring - the ring's depth, in batches, for an epoch whose longest planned
+ * preparation takes longest_cpu_s of OSD CPU: enough batches that the link, reading batch_bytes
+ * per batch at rate_Bps, stays busy while that preparation runs on one thread of osd_cores,
+ * twice over (the OSDs share their cores with the reads and the other preparations, and the
+ * model's CPU is a mean), plus the batch being filled; between dflt and most (most wins).
+ */
+unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double batch_bytes,
+                              double rate_Bps, unsigned dflt, unsigned most);
+
+#endif
