@@ -12,14 +12,15 @@
 #   DATASETS  photos (the main job's) and/or oi (OpenImages-like, scripts/make-openimages-like.py)
 #             (default "photos oi")
 #   POLICIES  (default "none resize sophon selective oracle")
-#   EPOCHS    per run (default 3), PREFETCH batches (default 10), RESULTS (default BUILD/bench-epoch)
+#   EPOCHS    per run (default 3), PREFETCH batches (default: the loader's choice), RESULTS
+#             (default BUILD/bench-epoch)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$here/../..
 build=$(cd "$1" && pwd) corpus=${2:-$HOME/.cache/sophon-corpus}
 rates=${RATES:-50Mbit 100Mbit 200Mbit 500Mbit} caps=${CAPS:-0.1 0.25 0.5 1.0}
 datasets=${DATASETS:-photos oi} policies=${POLICIES:-none resize sophon selective oracle}
-epochs=${EPOCHS:-3} prefetch=${PREFETCH:-10} results=${RESULTS:-$build/bench-epoch}
+epochs=${EPOCHS:-3} prefetch=${PREFETCH:-} results=${RESULTS:-$build/bench-epoch}
 sophon=$build/client/sophon
 vstart=$top/vstart/vstart.sh
 dir=$build/bench-epoch-cluster
@@ -57,7 +58,7 @@ load() {
     shift 2
     c0=$(cg_cpu)
     on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --seed 1 --epochs "$epochs" \
-        --discard --threads 1 --client-cores 1 --prefetch "$prefetch" --format f32 "$@" \
+        --discard --threads 1 --client-cores 1 ${prefetch:+--prefetch "$prefetch"} --format f32 "$@" \
         >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
     c1=$(cg_cpu)
     awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$epochs" 'BEGIN {print (b - a) / e}')" '
