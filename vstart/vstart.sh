@@ -443,6 +443,13 @@ osd class dir = $dir/classes
 osd class load list = *
 osd class default list = *
 osd heartbeat grace = 8
+# The PGs' read lease: 8 x the heartbeat grace (64 s) instead of 0.8 x (6.4 s, renewed every
+# 3.2 s). Ceph 16.2.15 and 18.2 never clear the laggy state of a PG whose only OSD let its lease
+# lapse (PeeringState::proc_renew_lease does not recheck readability with no replicas, Ceph
+# PR 49304), and its reads then wait for good ("waiting for readable"). A lease lapses when the
+# renewal waits behind long preparations under a CPU cap, or across a SIGSTOP; the pools here
+# have one replica, so the lease guards nothing a shorter one would.
+osd pool default read lease ratio = 8
 osd heartbeat interval = 2
 EOF
 }
