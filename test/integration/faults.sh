@@ -72,10 +72,11 @@ kill -STOP "$osd" && stopped=$osd
 kill -0 $loader 2>/dev/null && ok "osd.1 stopped while the loader runs" || bad "the loader ended first"
 sleep 4
 kill -CONT "$osd" && stopped=
-# Ceph 18 (reef) can leave the PGs of an OSD that was paused, alone in their acting set (pool
-# size 1), "laggy" for minutes: the read lease is never renewed and reads wait "for readable".
-# Where they still are 8 s later, the OSD is marked down, as a longer pause would have had it,
-# and re-peers with a new lease (Ceph 16 never needs this). The loader's retries carry it over.
+# A PG alone on its OSD (pool size 1) whose read lease lapsed stays "laggy" for good on Ceph
+# 16.2.15 and 18.2 (no recheck without replicas, Ceph PR 49304): reads wait "for readable".
+# vstart's 64 s lease outlasts this 4 s pause; should a PG still be laggy 8 s later, the OSD is
+# marked down, as a longer pause would have had it, and re-peers with a new lease. The loader's
+# retries carry it over.
 for _ in $(seq 16); do
     kill -0 $loader 2>/dev/null || break
     sleep 0.5

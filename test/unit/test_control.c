@@ -214,16 +214,25 @@ static void run(struct sim *sm)
     sm->epoch_s = t;
 }
 
+/* The same epoch (every 4th sample planned in the OSD at 40 ms) on `cores`, as planned and
+ * controlled, the controller told the CPU over `scale`. */
+static void run_both(struct sim *plan, struct sim *ctl, double cores, double scale)
+{
+    *plan = (struct sim){.cores = cores, .cpu_s = 0.04, .every = 4, .control = 0, .scale = 1};
+    *ctl = *plan;
+    ctl->control = 1;
+    ctl->scale = scale;
+    run(plan);
+    run(ctl);
+}
+
 static void test_trace_short_of_cpu(void **state)
 {
     (void)state;
     /* Every 4th sample planned in the OSD at 40 ms, on 0.1 cores: each takes 0.4 s alone while
      * the ring is 0.8 s of link; with 30 in flight they would take seconds. */
-    struct sim plan = {.cores = 0.1, .cpu_s = 0.04, .every = 4, .control = 0, .scale = 1};
-    struct sim ctl = plan;
-    ctl.control = 1;
-    run(&plan);
-    run(&ctl);
+    struct sim plan, ctl;
+    run_both(&plan, &ctl, 0.1, 1);
     print_message("short of CPU: as planned %.2f s, controlled %.2f s (%d demoted, at most %d "
                   "preparations at once against %d)\n",
                   plan.epoch_s, ctl.epoch_s, ctl.demoted, ctl.most_inflight, plan.most_inflight);
@@ -239,11 +248,8 @@ static void test_trace_enough_cpu(void **state)
 {
     (void)state;
     /* The same plan on 2 cores: nothing to demote, the same epoch. */
-    struct sim plan = {.cores = 2, .cpu_s = 0.04, .every = 4, .control = 0, .scale = 1};
-    struct sim ctl = plan;
-    ctl.control = 1;
-    run(&plan);
-    run(&ctl);
+    struct sim plan, ctl;
+    run_both(&plan, &ctl, 2, 1);
     assert_int_equal(ctl.demoted, 0);
     assert_float_equal(ctl.epoch_s, plan.epoch_s, 1e-9);
 }
@@ -253,12 +259,8 @@ static void test_trace_model_optimistic(void **state)
     (void)state;
     /* The controller told half the true CPU (a model that is optimistic) on 0.1 cores: it
      * still demotes, later, and the epoch is still shorter than the plan's. */
-    struct sim plan = {.cores = 0.1, .cpu_s = 0.04, .every = 4, .control = 0, .scale = 1};
-    struct sim ctl = plan;
-    ctl.control = 1;
-    ctl.scale = 2;
-    run(&plan);
-    run(&ctl);
+    struct sim plan, ctl;
+    run_both(&plan, &ctl, 0.1, 2);
     print_message("optimistic model: as planned %.2f s, controlled %.2f s (%d demoted)\n",
                   plan.epoch_s, ctl.epoch_s, ctl.demoted);
     assert_true(ctl.demoted > 0);
