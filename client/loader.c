@@ -41,6 +41,7 @@
 #include "selector.h"
 #include "sophon_common.h"
 #include "control.h"
+#include "simulate.h"
 #include "sophon_config.h"
 #include "wire.h"
 
@@ -1024,20 +1025,23 @@ static int alloc_ring(struct sophon_loader *l)
  * At 0.15 OSD cores and 100 Mbit/s a 16 MB photo's preparation took 1.7 s, the default ring 0.6 s
  * of link.
  */
-static unsigned epoch_nbufs(const struct sophon_loader *l)
+static unsigned epoch_nbufs(const struct sophon_loader *l, const struct sophon_plan *plan,
+                            const uint64_t *order, size_t m)
 {
     unsigned dflt = default_nbufs(l);
     size_t b = l->o.batch_size;
-    if (l->o.prefetch > 0 || l->m == 0)
+    if (l->o.prefetch > 0 || m == 0)
         return dflt;
-    double longest = 0;
-    for (size_t k = 0; k < l->m; k++)
-        if (l->plan->stage[l->order[k]] != SOPHON_STAGE_STORED)
-            longest = fmax(longest, l->plan->storage_cpu_s[l->order[k]]);
+    double longest = 0, bytes = 0;
+    for (size_t k = 0; k < m; k++) {
+        bytes += (double)plan->bytes[order[k]];
+        if (plan->stage[order[k]] != SOPHON_STAGE_STORED)
+            longest = fmax(longest, plan->storage_cpu_s[order[k]]);
+    }
     double most = floor((double)SOPHON_RING_MAX_BYTES / ((double)b * (double)l->sample_bytes));
     return sophon__control_ring(longest / l->ctl_storage_speed, l->ctl_osd_cores,
-                                (double)l->cum_bytes[l->m] / (double)l->m * (double)b,
-                                l->ctl_rate_Bps, dflt, most > dflt ? (unsigned)most : dflt);
+                                bytes / (double)m * (double)b, l->ctl_rate_Bps, dflt,
+                                most > dflt ? (unsigned)most : dflt);
 }
 
 static int connect_pool(struct sophon_loader *l, const char *conf, const char *client_id,
@@ -1196,27 +1200,79 @@ static void drain(struct sophon_loader *l)
 }
 
 /*
- * The model's epoch for this rank's shard (order[0..m)) of the job's plan, and the shard's
- * predicted bytes and offloaded samples into l->st: the shard's bytes over this rank's link, its
- * client CPU over this rank's cores, and the OSDs' time for the whole job's plan (all ranks run
- * at once and share them); the maximum of the three, or of the GPU's time for the shard.
+ * This rank's shard of the plan run through the loader's pipeline (simulate.h): in order, within
+ * the window and the ring the epoch has, the rank's share of the OSDs' cores, its link and its
+ * workers; each sample's CPU at the speeds measured. Negative where it cannot be simulated.
  */
+static double simulated_epoch_s(const struct sophon_loader *l, const struct sophon_plan *plan,
+                                const struct sophon_budget *job, const uint64_t *order, size_t m,
+                                unsigned nbufs)
+{
+    struct sophon__sim_sample *s = malloc((m ? m : 1) * sizeof(*s));
+    if (s == NULL)
+        return -ENOMEM;
+    double sspeed = job->storage_speed > 0 ? job->storage_speed : 1.0;
+    double cspeed = l->client_speed > 0 ? l->client_speed : 1.0;
+    for (size_t k = 0; k < m; k++) {
+        size_t i = order[k];
+        /* Plain reads cost the OSDs CPU only where the budget counts it (plan.c). */
+        int free_read = plan->stage[i] == SOPHON_STAGE_STORED && !(job->storage_cores > 0);
+        s[k] = (struct sophon__sim_sample){
+            .bytes = (double)plan->bytes[i],
+            .osd_s = free_read ? 0 : plan->storage_cpu_s[i] / sspeed,
+            .client_s = plan->client_cpu_s[i] / cspeed,
+        };
+    }
+    struct sophon__sim_params p = {
+        .rate_Bps = job->bandwidth_Bps / l->o.world,
+        .osd_cores = job->storage_cores / l->o.world,
+        .client_cores = l->o.client_cores,
+        .threads = l->o.threads,
+        .batch = l->o.batch_size,
+        .nbufs = nbufs,
+        .window = l->o.window,
+    };
+    double t = sophon__sim_epoch(s, m, &p);
+    free(s);
+    return t;
+}
+
+/*
+ * The model's epoch for a rank's shard (order[0..m)) of the job's plan, with a ring of nbufs:
+ * the busiest of the shard's bytes over the rank's link, its client CPU over the rank's cores,
+ * the OSDs' time for the whole job's plan (all ranks run at once and share them) and the GPU's
+ * time for the shard; or, if longer, the shard run through the loader's pipeline (simulate.h).
+ */
+static double shard_model_s(const struct sophon_loader *l, const struct sophon_plan *plan,
+                            const struct sophon_budget *job, const uint64_t *order, size_t m,
+                            unsigned nbufs)
+{
+    double bytes = 0, client_s = 0, gpu_s = 0, rank_client = job->client_cores / l->o.world;
+    for (size_t k = 0; k < m; k++) {
+        bytes += (double)plan->bytes[order[k]];
+        client_s += plan->client_cpu_s[order[k]];
+    }
+    double net_s = bytes / (job->bandwidth_Bps / l->o.world);
+    client_s = client_s == 0 ? 0 : rank_client > 0 ? client_s / rank_client : INFINITY;
+    if (job->gpu_samples_per_s > 0)
+        gpu_s = (double)m / job->gpu_samples_per_s;
+    double busiest = fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
+    double run_s = simulated_epoch_s(l, plan, job, order, m, nbufs);
+    return run_s > busiest ? run_s : busiest;
+}
+
+/* The model's epoch for this rank's shard of the job's plan (shard_model_s), and the shard's
+ * predicted bytes and offloaded samples into l->st. */
 static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *plan,
                             const struct sophon_budget *job, const uint64_t *order, size_t m)
 {
-    double client_s = 0, gpu_s = 0, rank_client = job->client_cores / l->o.world;
     for (size_t k = 0; k < m; k++) {
         l->st.predicted_bytes += plan->bytes[order[k]];
         if (plan->stage[order[k]] == SOPHON_STAGE_CROP)
             l->st.predicted_crop_bytes += plan->bytes[order[k]];
         l->st.planned_offloaded += plan->stage[order[k]] != SOPHON_STAGE_STORED;
-        client_s += plan->client_cpu_s[order[k]];
     }
-    double net_s = (double)l->st.predicted_bytes / (job->bandwidth_Bps / l->o.world);
-    client_s = client_s == 0 ? 0 : rank_client > 0 ? client_s / rank_client : INFINITY;
-    if (job->gpu_samples_per_s > 0)
-        gpu_s = (double)m / job->gpu_samples_per_s;
-    return fmax(fmax(net_s, plan->storage_s), fmax(client_s, gpu_s));
+    return shard_model_s(l, plan, job, order, m, l->nbufs);
 }
 
 /*
@@ -1264,6 +1320,95 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
     return l->epoch_records;
 }
 
+/*
+ * The job's epoch under plan as modelled: the slowest rank's shard (orders[r], ms[r] for each of
+ * the world ranks; shard_model_s) with the ring each would size for it. Every rank computes the
+ * same from the same speeds.
+ */
+static double job_model_s(const struct sophon_loader *l, const struct sophon_plan *plan,
+                          const struct sophon_budget *job, uint64_t *const *orders,
+                          const size_t *ms)
+{
+    double worst = 0;
+    for (unsigned r = 0; r < l->o.world; r++) {
+        unsigned nbufs = epoch_nbufs(l, plan, orders[r], ms[r]);
+        worst = fmax(worst, shard_model_s(l, plan, job, orders[r], ms[r], nbufs));
+    }
+    return worst;
+}
+
+/*
+ * Selective's plan is the planner's best for throughput: the busiest of the link, the OSDs and
+ * the client. The loader's pipeline adds to that where a long preparation holds up the ring or
+ * two resources are nearly equally busy (simulate.h), so the other policies' plans, and
+ * selective's on half the OSD cores (leaning less on the OSDs, whose preparations are the long
+ * ones), are run through the simulation too, and *plan becomes whichever would end the job's
+ * epoch first (ties: the planner's). Plans that cannot be made or simulated are passed over.
+ */
+static void choose_plan(const struct sophon_loader *l, const sophon_records *set,
+                        const struct sophon_budget *budget, uint64_t *const *orders,
+                        const size_t *ms, struct sophon_plan **plan)
+{
+    double best = job_model_s(l, *plan, budget, orders, ms);
+    for (int q = 0; q <= SOPHON_POLICY_COUNT; q++) {
+        struct sophon_budget b = *budget;
+        struct sophon_plan *alt = NULL, *made = NULL;
+        if (q == SOPHON_POLICY_SELECTIVE)
+            continue;
+        if (q < SOPHON_POLICY_COUNT)
+            b.policy = q;
+        else
+            b.storage_cores *= 0.5;
+        if (sophon_plan_make(&made, set, &b) < 0)
+            continue;
+        /* Its figures under the true budget. */
+        int r = sophon_plan_evaluate(&alt, set, budget, made->stage);
+        sophon_plan_free(made);
+        if (r < 0)
+            continue;
+        double t = job_model_s(l, alt, budget, orders, ms);
+        if (t < best * (1 - 1e-9)) {
+            alt->policy = SOPHON_POLICY_SELECTIVE;
+            alt->chosen_from = q < SOPHON_POLICY_COUNT ? q : SOPHON_POLICY_SELECTIVE;
+            sophon_plan_free(*plan);
+            *plan = alt;
+            best = t;
+        } else {
+            sophon_plan_free(alt);
+        }
+    }
+}
+
+/* choose_plan with every rank's shard of this epoch (this rank's is order[0..m)); without
+ * memory for the others' orders the planner's plan stands. */
+static void choose_for_job(const struct sophon_loader *l, const sophon_records *set,
+                           const struct sophon_budget *budget, uint64_t *order, size_t m,
+                           struct sophon_plan **plan)
+{
+    unsigned w = l->o.world;
+    size_t n = sophon_records_count(set);
+    uint64_t **orders = calloc(w, sizeof(*orders));
+    size_t *ms = calloc(w, sizeof(*ms));
+    int ok = orders != NULL && ms != NULL;
+    for (unsigned r = 0; ok && r < w; r++) {
+        if (r == l->o.rank) {
+            orders[r] = order;
+            ms[r] = m;
+        } else {
+            ok = (l->o.transform == SOPHON_TRANSFORM_VAL
+                      ? sophon__epoch_order_sequential(&orders[r], &ms[r], n, r, w)
+                      : sophon__epoch_order(&orders[r], &ms[r], n, l->seed, l->epoch, r, w)) >= 0;
+        }
+    }
+    if (ok)
+        choose_plan(l, set, budget, orders, ms, plan);
+    for (unsigned r = 0; orders != NULL && r < w; r++)
+        if (r != l->o.rank)
+            free(orders[r]);
+    free(orders);
+    free(ms);
+}
+
 int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 {
     uint64_t *order = NULL;
@@ -1299,6 +1444,15 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     budget.policy = l->policy;
     l->seed = seed;
     l->epoch = epoch;
+    /* The controller's rates: this rank's link, its share of the job's OSD cores, its client
+     * cores. It serves selective only: the other policies are placements fixed by their rule,
+     * the references selective is measured against; and it is off where the plan is to be
+     * taken as made (no_adapt). */
+    l->control = l->policy == SOPHON_POLICY_SELECTIVE && !l->o.no_adapt;
+    l->ctl_rate_Bps = budget.bandwidth_Bps / l->o.world;
+    l->ctl_osd_cores = budget.storage_cores / l->o.world;
+    l->ctl_client_cores = budget.client_cores / l->o.world;
+    l->ctl_storage_speed = budget.storage_speed > 0 ? budget.storage_speed : 1.0;
     const sophon_records *set = epoch_records(l);
     r = set != NULL ? sophon_plan_make(&plan, set, &budget) : -ENOMEM;
     if (r < 0) {
@@ -1306,6 +1460,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
         free(order);
         return r;
     }
+    if (l->policy == SOPHON_POLICY_SELECTIVE)
+        choose_for_job(l, set, &budget, order, m, &plan);
     uint64_t *cum = malloc((m + 1) * sizeof(*cum));
     if (cum == NULL) {
         pthread_mutex_unlock(&l->mu);
@@ -1323,18 +1479,9 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->order = order;
     l->cum_bytes = cum;
     l->m = m;
-    /* The controller's rates: this rank's link, its share of the job's OSD cores, its client
-     * cores. It serves selective only: the other policies are placements fixed by their rule,
-     * the references selective is measured against; and it is off where the plan is to be
-     * taken as made (no_adapt). */
-    l->control = l->policy == SOPHON_POLICY_SELECTIVE && !l->o.no_adapt;
-    l->ctl_rate_Bps = budget.bandwidth_Bps / l->o.world;
-    l->ctl_osd_cores = budget.storage_cores / l->o.world;
-    l->ctl_client_cores = budget.client_cores / l->o.world;
-    l->ctl_storage_speed = budget.storage_speed > 0 ? budget.storage_speed : 1.0;
     l->inflight_bytes = 0;
     /* Without memory for a deeper ring the epoch runs on the one it has, only slower. */
-    (void)ring_resize(l, epoch_nbufs(l));
+    (void)ring_resize(l, epoch_nbufs(l, plan, order, m));
     l->issued = l->delivered = l->released = 0;
     for (unsigned i = 0; i < l->nbufs; i++)
         l->bufs[i].done = l->bufs[i].failed = 0;

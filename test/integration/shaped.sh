@@ -5,7 +5,8 @@
 #   cap        the OSDs together use at most --osd-cores of CPU, and do use it under load
 #   stop       stop removes the namespaces, veth, qdiscs and cgroup, also after the daemons were
 #              killed with SIGKILL, and nothing it did not make
-#   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none
+#   selective  on a 50Mbit link, sophon load --policy selective has a shorter epoch than none,
+#              and its modelled epoch is no longer than any other policy's
 #   control    a long preparation on 0.25 OSD cores: the loader deepens its ring for it, the
 #              samples are the same, the stats add up
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
@@ -296,6 +297,23 @@ mode_selective() {
     awk -v s="${secs[selective]}" -v n="${secs[none]}" 'BEGIN {exit !(s < n)}' &&
         ok "selective's epoch ${secs[selective]} s < none's ${secs[none]} s on a 50Mbit link" ||
         bad "selective's epoch ${secs[selective]} s is not shorter than none's ${secs[none]} s"
+
+    # The model the loader reports (the pipeline simulated, client/simulate.h) never has
+    # selective slower than another policy: with the speeds fixed (--no-adapt) every run models
+    # the same epoch, and selective keeps whichever plan the simulation finds fastest.
+    declare -A model=()
+    for p in none resize sophon oracle selective; do
+        model[$p]=$(on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy $p \
+            --discard --no-adapt --seed 1 --net 50Mbit --storage-cores 0.25 --client-cores 1 \
+            --threads 1 2>&1 | sed -n 's/^stats:.* model_s=\([0-9.]*\) .*/\1/p')
+        [ -n "${model[$p]}" ] || bad "no modelled epoch from load --policy $p --no-adapt"
+    done
+    echo "modelled epochs at 0.25 OSD cores: $(for p in "${!model[@]}"; do printf '%s %s s, ' $p "${model[$p]}"; done)"
+    for p in none resize sophon oracle; do
+        awk -v s="${model[selective]:-inf}" -v o="${model[$p]:-0}" 'BEGIN {exit !(s <= o + 0.0015)}' &&
+            ok "selective's modelled epoch ${model[selective]} s <= $p's ${model[$p]} s" ||
+            bad "selective's modelled epoch ${model[selective]} s > $p's ${model[$p]} s"
+    done
 }
 
 # The loader's within-epoch decisions on a tight OSD budget (client/control.h): a photo of

@@ -1,0 +1,160 @@
+/*
+ * simulate.c - an epoch as the loader runs it, simulated (simulate.h).
+ */
+#include "simulate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+/* Work left below this many seconds is done (the sums of many small steps round). */
+#define DONE_S 1e-12
+
+/* Processor sharing: the operations in a pool share its cores, at most one core each. */
+struct pool {
+    double cores;
+    size_t k;     /* in the pool */
+    size_t *pos;  /* their positions */
+    double *left; /* per position: seconds of work left on one core */
+};
+
+static double pool_rate(const struct pool *pl)
+{
+    return pl->k == 0 ? 0 : fmin(1.0, pl->cores / (double)pl->k);
+}
+
+/* Seconds until the pool's next operation is done, INFINITY if none can be. */
+static double pool_next(const struct pool *pl)
+{
+    double least = INFINITY, rate = pool_rate(pl);
+    for (size_t i = 0; i < pl->k; i++)
+        least = fmin(least, pl->left[pl->pos[i]]);
+    return pl->k == 0 ? INFINITY : least <= DONE_S ? 0 : rate > 0 ? least / rate : INFINITY;
+}
+
+/* Runs the pool for dt seconds; the operations done leave it, into done[] (returns how many). */
+static size_t pool_advance(struct pool *pl, double dt, size_t *done)
+{
+    double step = dt * pool_rate(pl);
+    size_t nd = 0, kept = 0;
+    for (size_t i = 0; i < pl->k; i++) {
+        size_t q = pl->pos[i];
+        pl->left[q] -= step;
+        if (pl->left[q] <= DONE_S)
+            done[nd++] = q;
+        else
+            pl->pos[kept++] = q;
+    }
+    pl->k = kept;
+    return nd;
+}
+
+struct sim {
+    const struct sophon__sim_sample *s;
+    size_t n, nb, *batch_left;
+    struct pool osd, client;
+    size_t *link_q, link_head, link_tail; /* ready for the link, in the order they got ready */
+    size_t *client_q, client_head, client_tail;
+    size_t *done;
+};
+
+static void sim_free(struct sim *sm)
+{
+    free(sm->batch_left);
+    free(sm->osd.pos);
+    free(sm->osd.left);
+    free(sm->client.pos);
+    free(sm->client.left);
+    free(sm->link_q);
+    free(sm->client_q);
+    free(sm->done);
+}
+
+static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t n,
+                     const struct sophon__sim_params *p)
+{
+    *sm = (struct sim){.s = s, .n = n, .nb = (n + p->batch - 1) / p->batch};
+    sm->batch_left = malloc(sm->nb * sizeof(*sm->batch_left));
+    sm->osd = (struct pool){.cores = p->osd_cores,
+                            .pos = malloc(p->window * sizeof(size_t)),
+                            .left = malloc(n * sizeof(double))};
+    sm->client = (struct pool){.cores = p->client_cores,
+                               .pos = malloc(p->threads * sizeof(size_t)),
+                               .left = malloc(n * sizeof(double))};
+    sm->link_q = malloc(n * sizeof(size_t));
+    sm->client_q = malloc(n * sizeof(size_t));
+    sm->done = malloc((p->window > p->threads ? p->window : p->threads) * sizeof(size_t));
+    if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->client.pos || !sm->client.left ||
+        !sm->link_q || !sm->client_q || !sm->done) {
+        sim_free(sm);
+        return -ENOMEM;
+    }
+    for (size_t b = 0; b < sm->nb; b++)
+        sm->batch_left[b] = b + 1 < sm->nb ? p->batch : n - b * p->batch;
+    return 0;
+}
+
+double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
+                         const struct sophon__sim_params *p)
+{
+    if (!p || (n > 0 && !samples) || p->batch == 0 || p->nbufs == 0 || p->window == 0 ||
+        p->threads == 0 || isnan(p->rate_Bps) || isnan(p->osd_cores) || isnan(p->client_cores))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    struct sim sm;
+    if (sim_alloc(&sm, samples, n, p) < 0)
+        return -ENOMEM;
+    size_t next = 0, head = 0, inflight = 0, on_link = n; /* n: the link is idle */
+    double t = 0, link_end = 0;
+    for (;;) {
+        /* Issue, in order, within the window and the ring. */
+        while (next < n && inflight < p->window && next / p->batch < head + p->nbufs) {
+            size_t q = next++;
+            inflight++;
+            if (samples[q].osd_s > 0) {
+                sm.osd.left[q] = samples[q].osd_s;
+                sm.osd.pos[sm.osd.k++] = q;
+            } else {
+                sm.link_q[sm.link_tail++] = q;
+            }
+        }
+        if (on_link == n && sm.link_head < sm.link_tail) {
+            on_link = sm.link_q[sm.link_head++];
+            double b = samples[on_link].bytes > 0 ? samples[on_link].bytes : 0;
+            link_end = b == 0 ? t : p->rate_Bps > 0 ? t + b / p->rate_Bps : INFINITY;
+        }
+        while (sm.client.k < p->threads && sm.client_head < sm.client_tail) {
+            size_t q = sm.client_q[sm.client_head++];
+            sm.client.left[q] = samples[q].client_s > 0 ? samples[q].client_s : 0;
+            sm.client.pos[sm.client.k++] = q;
+        }
+        if (head == sm.nb)
+            break;
+        /* The next event. */
+        double dt = fmin(pool_next(&sm.osd), pool_next(&sm.client));
+        if (on_link < n)
+            dt = fmin(dt, fmax(0, link_end - t));
+        if (isinf(dt)) {
+            t = INFINITY; /* work that no resource can do */
+            break;
+        }
+        size_t nd = pool_advance(&sm.osd, dt, sm.done);
+        for (size_t i = 0; i < nd; i++)
+            sm.link_q[sm.link_tail++] = sm.done[i];
+        t += dt;
+        if (on_link < n && link_end <= t + DONE_S) {
+            t = fmax(t, link_end);
+            sm.client_q[sm.client_tail++] = on_link;
+            inflight--;
+            on_link = n;
+        }
+        nd = pool_advance(&sm.client, dt, sm.done);
+        for (size_t i = 0; i < nd; i++)
+            sm.batch_left[sm.done[i] / p->batch]--;
+        while (head < sm.nb && sm.batch_left[head] == 0)
+            head++;
+    }
+    sim_free(&sm);
+    return t;
+}

@@ -1,0 +1,166 @@
+/*
+ * test_simulate.c - the loader's epoch simulated (client/simulate.c): the cases that can be
+ * worked out by hand (one resource alone, a two-stage pipeline, processor sharing in the OSDs,
+ * a long preparation holding up the ring), and on random epochs that it is never shorter than
+ * the busiest resource and never longer than all of them one after another.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "simulate.h"
+
+#define RATE 12.5e6 /* 100 Mbit/s */
+
+static struct sophon__sim_params params(void)
+{
+    return (struct sophon__sim_params){.rate_Bps = RATE,
+                                       .osd_cores = 1,
+                                       .client_cores = 1,
+                                       .threads = 1,
+                                       .batch = 4,
+                                       .nbufs = 3,
+                                       .window = 8};
+}
+
+static double sim(const struct sophon__sim_sample *s, size_t n, struct sophon__sim_params p)
+{
+    return sophon__sim_epoch(s, n, &p);
+}
+
+static void test_link_alone(void **state)
+{
+    (void)state;
+    struct sophon__sim_sample s[10];
+    for (int i = 0; i < 10; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000};
+    /* 10 x 10 ms on the link, whatever the window and the ring. */
+    assert_float_equal(sim(s, 10, params()), 0.1, 1e-9);
+    struct sophon__sim_params p = params();
+    p.window = 1;
+    p.nbufs = 1;
+    assert_float_equal(sim(s, 10, p), 0.1, 1e-9);
+}
+
+static void test_pipeline(void **state)
+{
+    (void)state;
+    /* Link and client both 10 ms a sample: the client starts one sample behind. */
+    struct sophon__sim_sample s[20];
+    for (int i = 0; i < 20; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000, .client_s = 0.01};
+    assert_float_equal(sim(s, 20, params()), 0.21, 1e-9);
+    /* Two workers on one core: the same work, shared. */
+    struct sophon__sim_params p = params();
+    p.threads = 2;
+    double two = sim(s, 20, p);
+    assert_true(two >= 0.20 - 1e-9 && two <= 0.22);
+    /* Two workers on two cores: the link binds. */
+    p.client_cores = 2;
+    assert_float_equal(sim(s, 20, p), 0.21, 1e-9);
+}
+
+static void test_osd_sharing(void **state)
+{
+    (void)state;
+    /* Four preparations of 1 s on 2 cores, issued at once: all done at 2 s, then 4 x 10 ms of
+     * link. */
+    struct sophon__sim_sample s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 1};
+    struct sophon__sim_params p = params();
+    p.osd_cores = 2;
+    assert_float_equal(sim(s, 4, p), 2.04, 1e-9);
+    /* On 8 cores each still takes a whole second: one core at most each. */
+    p.osd_cores = 8;
+    assert_float_equal(sim(s, 4, p), 1.04, 1e-9);
+    /* A window of 1: one after another. */
+    p.window = 1;
+    assert_float_equal(sim(s, 4, p), 4.04, 1e-9);
+}
+
+static void test_ring_held(void **state)
+{
+    (void)state;
+    /* A preparation of 1 s at position 0 and 39 plain reads of 10 ms: with a ring of 2 batches
+     * of 4 the link reads 7 of them and waits; with the whole epoch in the ring it reads all 39
+     * meanwhile. */
+    struct sophon__sim_sample s[40];
+    for (int i = 0; i < 40; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000};
+    s[0].osd_s = 1;
+    struct sophon__sim_params p = params();
+    p.nbufs = 2;
+    p.window = 64;
+    assert_float_equal(sim(s, 40, p), 1.0 + 0.01 + 32 * 0.01, 1e-9);
+    p.nbufs = 10;
+    assert_float_equal(sim(s, 40, p), 1.01, 1e-9);
+}
+
+static void test_bounds(void **state)
+{
+    (void)state;
+    srand(7);
+    enum { n = 300 };
+    static struct sophon__sim_sample s[n];
+    for (int trial = 0; trial < 50; trial++) {
+        double link = 0, osd = 0, client = 0;
+        struct sophon__sim_params p = params();
+        p.osd_cores = 0.1 + (rand() % 20) / 10.0;
+        p.threads = 1 + rand() % 3;
+        p.nbufs = 1 + rand() % 6;
+        p.batch = 1 + rand() % 40;
+        p.window = 1 + rand() % 64;
+        for (int i = 0; i < n; i++) {
+            int off = rand() % 3 == 0;
+            s[i].bytes = off ? 150528 : 20000 + rand() % 600000;
+            s[i].osd_s = off ? 0.001 + (rand() % 100) / 1e4 : 0.0002;
+            s[i].client_s = off ? 0.0001 : 0.001 + (rand() % 100) / 1e4;
+            link += s[i].bytes / p.rate_Bps;
+            osd += s[i].osd_s;
+            client += s[i].client_s;
+        }
+        double busiest = fmax(link, fmax(osd / p.osd_cores, client / p.client_cores));
+        double worst = link + osd / fmin(p.osd_cores, 1) + client;
+        double t = sim(s, n, p);
+        assert_true(t >= busiest * (1 - 1e-9));
+        assert_true(t <= worst * (1 + 1e-9));
+    }
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    struct sophon__sim_sample s[2] = {{.bytes = 1000}, {.bytes = 1000, .osd_s = 0.1}};
+    struct sophon__sim_params p = params();
+    assert_true(sim(s, 0, p) == 0);
+    p.batch = 0;
+    assert_true(sim(s, 2, p) == -EINVAL);
+    p = params();
+    p.window = 0;
+    assert_true(sim(s, 2, p) == -EINVAL);
+    assert_true(sophon__sim_epoch(NULL, 2, &p) == -EINVAL);
+    /* No OSD cores for a preparation, no link for the bytes: never. */
+    p = params();
+    p.osd_cores = 0;
+    assert_true(isinf(sim(s, 2, p)));
+    p = params();
+    p.rate_Bps = 0;
+    assert_true(isinf(sim(s, 2, p)));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_link_alone),  cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_osd_sharing), cmocka_unit_test(test_ring_held),
+        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
