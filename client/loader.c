@@ -126,7 +126,7 @@ struct sophon_loader {
      * the OSDs' cores, its client cores (reference), the model's OSD speed; bytes expected from
      * the operations in flight; scratch for the OSD CPU of the preparations in flight. */
     int control;
-    double ctl_rate_Bps, ctl_osd_cores, ctl_client_cores, ctl_storage_speed;
+    double ctl_rate_Bps, ctl_osd_cores, ctl_client_cores;
     uint64_t inflight_bytes;
     double *ctl_cpu;
     uint64_t issued, delivered, released;
@@ -146,6 +146,7 @@ struct sophon_loader {
      * epoch so far. */
     double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
     double storage_speed, client_speed;
+    struct sophon__adapt adapt; /* the guard on those speeds between epochs (control.h) */
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
@@ -178,6 +179,12 @@ static void say(struct sophon_loader *l, const char *fmt, ...)
 static const struct sophon_record *record(const struct sophon_loader *l, uint64_t index)
 {
     return sophon_records_get(l->ds.records, (size_t)index);
+}
+
+/* The OSDs' speed this epoch is planned with (the model's CPU over the measured; 1 unknown). */
+static double osd_speed(const struct sophon_loader *l)
+{
+    return l->storage_speed > 0 ? l->storage_speed : 1.0;
 }
 
 /* ---- operations ------------------------------------------------------------------------------ */
@@ -343,9 +350,15 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
                            const struct sophon_record *rec)
 {
     size_t k = 0, b = l->o.batch_size;
-    for (size_t i = 0; i < l->nslots && k < l->o.window; i++) {
-        const struct slot *o = &l->slots[i];
-        if (o != s && o->state == SLOT_INFLIGHT && o->stage != SOPHON_STAGE_STORED)
+    unsigned seen = 0;
+    /* The slots in flight hold positions released..issued) of the ring; from the newest, where
+     * they are, until all of them are counted (s is not yet). */
+    for (uint64_t p = l->issued; p > l->released && seen < l->inflight; p--) {
+        const struct slot *o = &l->slots[(p - 1) % l->nslots];
+        if (o == s || o->state != SLOT_INFLIGHT)
+            continue;
+        seen++;
+        if (o->stage != SOPHON_STAGE_STORED && k < l->o.window)
             l->ctl_cpu[k++] = o->osd_model_s;
     }
     /* While s is outstanding its batch cannot be delivered, and the loader can issue no further
@@ -410,7 +423,7 @@ static void *dispatcher_main(void *arg)
                         ? s->planned
                         : SOPHON_STAGE_STORED;
                 if (s->stage != SOPHON_STAGE_STORED) {
-                    s->osd_model_s = l->plan->storage_cpu_s[s->index] / l->ctl_storage_speed;
+                    s->osd_model_s = l->plan->storage_cpu_s[s->index] / osd_speed(l);
                     if (l->control && control_demotes(l, s, rec)) {
                         s->stage = SOPHON_STAGE_STORED;
                         s->demoted = 1;
@@ -1039,7 +1052,7 @@ static unsigned epoch_nbufs(const struct sophon_loader *l, const struct sophon_p
             longest = fmax(longest, plan->storage_cpu_s[order[k]]);
     }
     double most = floor((double)SOPHON_RING_MAX_BYTES / ((double)b * (double)l->sample_bytes));
-    return sophon__control_ring(longest / l->ctl_storage_speed, l->ctl_osd_cores,
+    return sophon__control_ring(longest / osd_speed(l), l->ctl_osd_cores,
                                 bytes / (double)m * (double)b, l->ctl_rate_Bps, dflt,
                                 most > dflt ? (unsigned)most : dflt);
 }
@@ -1409,6 +1422,30 @@ static void choose_for_job(const struct sophon_loader *l, const sophon_records *
     free(ms);
 }
 
+/* The epoch just completed, to the guard (mu held; l->st and the speeds still the epoch's). */
+static void adapt_epoch(struct sophon_loader *l)
+{
+    double best = l->adapt.best_s;
+    switch (sophon__adapt_epoch(&l->adapt, l->st.elapsed_s, l->storage_speed, l->client_speed)) {
+    case 1:
+        say(l,
+            "epoch %llu took %.2f s, %.0f%% more than the fastest so far (%.2f s): planning "
+            "with that epoch's speeds again (OSD %.2f, client %.2f of the model's)",
+            (unsigned long long)l->epoch, l->st.elapsed_s, 100 * (l->st.elapsed_s / best - 1), best,
+            l->adapt.best_storage, l->adapt.best_client);
+        break;
+    case -1:
+        say(l,
+            "epoch %llu took %.2f s, the second in a row over the %.2f s of the epoch whose "
+            "speeds it was planned with: the conditions changed, planning with the speeds "
+            "measured again",
+            (unsigned long long)l->epoch, l->st.elapsed_s, best);
+        break;
+    default:
+        break;
+    }
+}
+
 int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 {
     uint64_t *order = NULL;
@@ -1425,11 +1462,20 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 
     pthread_mutex_lock(&l->mu);
     drain(l);
-    /* Online profiling: the speeds measured so far replace the profile's. */
-    if (!l->o.no_adapt && l->storage_meas_s > 0 && l->storage_model_s > 0)
-        l->storage_speed = l->storage_model_s / l->storage_meas_s;
-    if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
-        l->client_speed = l->client_model_s / l->client_meas_s;
+    /* Online profiling: the speeds measured so far replace the profile's, unless the guard
+     * (control.h) holds the speeds of a faster epoch. */
+    if (!l->o.no_adapt) {
+        double ss = l->storage_speed, cs = l->client_speed;
+        if (l->m > 0 && l->delivered >= l->m)
+            adapt_epoch(l);
+        if (l->storage_meas_s > 0 && l->storage_model_s > 0)
+            ss = l->storage_model_s / l->storage_meas_s;
+        if (l->client_meas_s > 0 && l->client_model_s > 0)
+            cs = l->client_model_s / l->client_meas_s;
+        sophon__adapt_speeds(&l->adapt, &ss, &cs);
+        l->storage_speed = ss;
+        l->client_speed = cs;
+    }
     /* One plan for the whole job, the same in every rank: each of the world ranks has its own
      * link and client cores (the options give one rank's), and all of them share the OSDs'
      * cores. Each rank then takes its shard of that plan. */
@@ -1452,7 +1498,6 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->ctl_rate_Bps = budget.bandwidth_Bps / l->o.world;
     l->ctl_osd_cores = budget.storage_cores / l->o.world;
     l->ctl_client_cores = budget.client_cores / l->o.world;
-    l->ctl_storage_speed = budget.storage_speed > 0 ? budget.storage_speed : 1.0;
     const sophon_records *set = epoch_records(l);
     r = set != NULL ? sophon_plan_make(&plan, set, &budget) : -ENOMEM;
     if (r < 0) {
