@@ -45,37 +45,3 @@ unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double bat
     }
     return want < most ? want : most;
 }
-
-int sophon__adapt_epoch(struct sophon__adapt *a, double epoch_s, double storage, double client)
-{
-    if (!(epoch_s > 0) || !isfinite(epoch_s))
-        return 0;
-    if (!(a->best_s > 0) || epoch_s < a->best_s) {
-        a->best_s = epoch_s;
-        a->best_storage = storage;
-        a->best_client = client;
-        a->slow = 0;
-        return 0;
-    }
-    if (!(epoch_s > a->best_s * (1 + SOPHON_ADAPT_SLACK))) {
-        a->slow = 0;
-        return 0;
-    }
-    if (a->pinned && ++a->slow >= 2) {
-        /* The best's own speeds no longer reach it: start again from this epoch. */
-        *a = (struct sophon__adapt){epoch_s, storage, client, 0, 0};
-        return -1;
-    }
-    if (a->pinned)
-        return 0;
-    a->pinned = 1;
-    return 1;
-}
-
-void sophon__adapt_speeds(const struct sophon__adapt *a, double *storage, double *client)
-{
-    if (a->pinned) {
-        *storage = a->best_storage;
-        *client = a->best_client;
-    }
-}

@@ -1,5 +1,5 @@
 /*
- * control.h - the loader's controller within an epoch, and its guard on the speeds between epochs.
+ * control.h - the loader's within-epoch controller. Internal.
  *
  * The plan is made for throughput: the link's bytes, the OSDs' CPU and the client's, each over
  * its rate. The loader delivers in order, though, through a ring of batches: while one sample is
@@ -67,40 +67,5 @@ int sophon__control_demote(const struct sophon__control_in *in);
  */
 unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double batch_bytes,
                               double rate_Bps, unsigned dflt, unsigned most);
-
-/*
- * Between epochs the loader plans with the speeds it measured (the OSDs' and the client's, the
- * model's CPU over what it took). On a machine whose OSDs and client share cores, though, a plan
- * changes the speeds it is measured at: offloading more takes CPU from the client, the client
- * measures slower, the next plan offloads more still. The guard holds that loop with the epochs
- * themselves: it keeps the speeds of the fastest complete epoch so far, and once an epoch planned
- * with other speeds takes longer than that one by more than the slack (noise), it plans with the
- * fastest epoch's speeds again: pinned. Epochs vary by more than noise with their crops (the
- * same speeds planned photos epochs of 0.55 and 0.64 s at 500Mbit), so only two pinned epochs in
- * a row that much slower than the best say the conditions changed (another job on the link,
- * say): then the guard forgets the best and lets the speeds adapt again.
- */
-#define SOPHON_ADAPT_SLACK 0.05
-
-struct sophon__adapt {
-    double best_s;                    /* the fastest complete epoch; 0: none yet */
-    double best_storage, best_client; /* the speeds it was planned with */
-    int pinned;                       /* planning with them, not the adapted ones */
-    int slow;                         /* pinned epochs in a row slower than the slack allows */
-};
-
-/*
- * sophon__adapt_epoch - an epoch of epoch_s seconds, planned with speeds storage and client, is
- * complete. Returns 1 where it pins the guard (that epoch was slower than the best by more than
- * the slack: the next ones plan with the best's speeds), -1 where it releases it (the second
- * pinned epoch in a row that was), 0 otherwise.
- */
-int sophon__adapt_epoch(struct sophon__adapt *a, double epoch_s, double storage, double client);
-
-/*
- * sophon__adapt_speeds - the speeds to plan the next epoch with: the adapted ones given, or
- * the best epoch's where the guard is pinned.
- */
-void sophon__adapt_speeds(const struct sophon__adapt *a, double *storage, double *client);
 
 #endif

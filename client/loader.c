@@ -146,7 +146,6 @@ struct sophon_loader {
      * epoch so far. */
     double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
     double storage_speed, client_speed;
-    struct sophon__adapt adapt; /* the guard on those speeds between epochs (control.h) */
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
@@ -1422,30 +1421,6 @@ static void choose_for_job(const struct sophon_loader *l, const sophon_records *
     free(ms);
 }
 
-/* The epoch just completed, to the guard (mu held; l->st and the speeds still the epoch's). */
-static void adapt_epoch(struct sophon_loader *l)
-{
-    double best = l->adapt.best_s;
-    switch (sophon__adapt_epoch(&l->adapt, l->st.elapsed_s, l->storage_speed, l->client_speed)) {
-    case 1:
-        say(l,
-            "epoch %llu took %.2f s, %.0f%% more than the fastest so far (%.2f s): planning "
-            "with that epoch's speeds again (OSD %.2f, client %.2f of the model's)",
-            (unsigned long long)l->epoch, l->st.elapsed_s, 100 * (l->st.elapsed_s / best - 1), best,
-            l->adapt.best_storage, l->adapt.best_client);
-        break;
-    case -1:
-        say(l,
-            "epoch %llu took %.2f s, the second in a row over the %.2f s of the epoch whose "
-            "speeds it was planned with: the conditions changed, planning with the speeds "
-            "measured again",
-            (unsigned long long)l->epoch, l->st.elapsed_s, best);
-        break;
-    default:
-        break;
-    }
-}
-
 int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 {
     uint64_t *order = NULL;
@@ -1462,20 +1437,11 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 
     pthread_mutex_lock(&l->mu);
     drain(l);
-    /* Online profiling: the speeds measured so far replace the profile's, unless the guard
-     * (control.h) holds the speeds of a faster epoch. */
-    if (!l->o.no_adapt) {
-        double ss = l->storage_speed, cs = l->client_speed;
-        if (l->m > 0 && l->delivered >= l->m)
-            adapt_epoch(l);
-        if (l->storage_meas_s > 0 && l->storage_model_s > 0)
-            ss = l->storage_model_s / l->storage_meas_s;
-        if (l->client_meas_s > 0 && l->client_model_s > 0)
-            cs = l->client_model_s / l->client_meas_s;
-        sophon__adapt_speeds(&l->adapt, &ss, &cs);
-        l->storage_speed = ss;
-        l->client_speed = cs;
-    }
+    /* Online profiling: the speeds measured so far replace the profile's. */
+    if (!l->o.no_adapt && l->storage_meas_s > 0 && l->storage_model_s > 0)
+        l->storage_speed = l->storage_model_s / l->storage_meas_s;
+    if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
+        l->client_speed = l->client_model_s / l->client_meas_s;
     /* One plan for the whole job, the same in every rank: each of the world ranks has its own
      * link and client cores (the options give one rank's), and all of them share the OSDs'
      * cores. Each rank then takes its shard of that plan. */

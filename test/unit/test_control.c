@@ -267,93 +267,6 @@ static void test_trace_model_optimistic(void **state)
     assert_true(ctl.epoch_s < plan.epoch_s);
 }
 
-/* ---- the guard between epochs ---------------------------------------------------------------- */
-
-static void test_adapt_steps(void **state)
-{
-    (void)state;
-    struct sophon__adapt a = {0};
-    double ss, cs;
-    /* The first complete epoch is the best so far; a faster one replaces it. */
-    assert_int_equal(sophon__adapt_epoch(&a, 1.0, 1.0, 1.0), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, 0.9, 1.1, 0.9), 0);
-    assert_float_equal(a.best_s, 0.9, 1e-12);
-    /* Within the slack: noise, the speeds adapt. */
-    assert_int_equal(sophon__adapt_epoch(&a, 0.94, 1.2, 0.8), 0);
-    ss = 1.3, cs = 0.7;
-    sophon__adapt_speeds(&a, &ss, &cs);
-    assert_float_equal(ss, 1.3, 1e-12);
-    assert_float_equal(cs, 0.7, 1e-12);
-    /* Slower by more: pinned to the best's speeds. */
-    assert_int_equal(sophon__adapt_epoch(&a, 1.2, 1.3, 0.7), 1);
-    sophon__adapt_speeds(&a, &ss, &cs);
-    assert_float_equal(ss, 1.1, 1e-12);
-    assert_float_equal(cs, 0.9, 1e-12);
-    /* Pinned epochs as fast as the best stay pinned; a faster one is the best, same speeds. */
-    assert_int_equal(sophon__adapt_epoch(&a, 0.92, 1.1, 0.9), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, 0.88, 1.1, 0.9), 0);
-    assert_true(a.pinned);
-    assert_float_equal(a.best_s, 0.88, 1e-12);
-    /* One pinned epoch slower than the best is an epoch's variation; two in a row say the
-     * conditions changed, and the guard lets go. One within the slack between starts over. */
-    assert_int_equal(sophon__adapt_epoch(&a, 1.5, 1.1, 0.9), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, 0.9, 1.1, 0.9), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, 1.5, 1.1, 0.9), 0);
-    assert_true(a.pinned);
-    assert_int_equal(sophon__adapt_epoch(&a, 1.5, 1.1, 0.9), -1);
-    assert_false(a.pinned);
-    assert_float_equal(a.best_s, 1.5, 1e-12);
-    ss = 0.5, cs = 0.4;
-    sophon__adapt_speeds(&a, &ss, &cs);
-    assert_float_equal(ss, 0.5, 1e-12);
-    assert_float_equal(cs, 0.4, 1e-12);
-    /* What it cannot judge changes nothing. */
-    assert_int_equal(sophon__adapt_epoch(&a, 0, 9, 9), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, NAN, 9, 9), 0);
-    assert_int_equal(sophon__adapt_epoch(&a, INFINITY, 9, 9), 0);
-    assert_float_equal(a.best_s, 1.5, 1e-12);
-}
-
-/* A machine whose client slows down as the OSDs beside it prepare more: the plan offloads a
- * share x = 0.3 / (the client's speed), the client then measures 1.45 - 2x, and the epoch is
- * fastest at x = 0.3. Planning with each epoch's measured speed runs away; the guard stops it
- * one epoch after it first costs time. Returns last / first over EPOCHS epochs. */
-#define EPOCHS 8
-static double feedback(int guard, int *slow_epochs)
-{
-    struct sophon__adapt a = {0};
-    double cs = 1.0, first = 0, t = 0, best = INFINITY;
-    *slow_epochs = 0;
-    for (int e = 0; e < EPOCHS; e++) {
-        double x = fmin(1, 0.3 / cs);
-        t = 1 + 3 * (x - 0.3) * (x - 0.3);
-        if (e == 0)
-            first = t;
-        *slow_epochs += t > best * (1 + SOPHON_ADAPT_SLACK);
-        best = fmin(best, t);
-        double measured = fmax(0.05, 1.45 - 2 * x), ss = 1;
-        if (guard) {
-            sophon__adapt_epoch(&a, t, 1, cs);
-            sophon__adapt_speeds(&a, &ss, &measured);
-        }
-        cs = measured;
-    }
-    return t / first;
-}
-
-static void test_adapt_feedback(void **state)
-{
-    (void)state;
-    int slow_free, slow_guarded;
-    double free_ratio = feedback(0, &slow_free), guarded = feedback(1, &slow_guarded);
-    print_message("feedback: last / first %.2f adapting freely (%d slow epochs), %.2f guarded "
-                  "(%d)\n",
-                  free_ratio, slow_free, guarded, slow_guarded);
-    assert_true(free_ratio > 1.3);
-    assert_true(guarded <= 1 + SOPHON_ADAPT_SLACK);
-    assert_true(slow_guarded <= 1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,8 +276,6 @@ int main(void)
         cmocka_unit_test(test_trace_short_of_cpu),
         cmocka_unit_test(test_trace_enough_cpu),
         cmocka_unit_test(test_trace_model_optimistic),
-        cmocka_unit_test(test_adapt_steps),
-        cmocka_unit_test(test_adapt_feedback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
