@@ -123,8 +123,9 @@ struct sophon_loader {
     struct sophon_plan *plan;
     uint64_t *cum_bytes; /* cum_bytes[q]: the plan's bytes of positions 0..q) of the epoch */
     /* The controller's view of the epoch (control.h): this rank's link (payload) and share of
-     * the OSDs' cores, its client cores (reference), the model's OSD speed; bytes expected from
-     * the operations in flight; scratch for the OSD CPU of the preparations in flight. */
+     * the OSDs' cores, its client cores (reference); bytes expected from the operations in
+     * flight; scratch for the OSD CPU of the preparations in flight. The model's OSD speed is
+     * osd_speed(). */
     int control;
     double ctl_rate_Bps, ctl_osd_cores, ctl_client_cores;
     uint64_t inflight_bytes;

@@ -339,11 +339,12 @@ Image.frombytes("RGB", (4000, 3000), random.randbytes(4000 * 3000 * 3)).save(sys
     on_client "$sophon" put --id sophon -p "$pool" --dataset "$ds" --labels-from-dirs "$work/$ds" >/dev/null &&
         on_client "$sophon" profile --id sophon -p "$pool" --dataset "$ds" >/dev/null ||
         die "cannot make the dataset through exec"
-    local args=(--id sophon -p "$pool" --dataset "$ds" --policy selective --epochs 2 --seed 3
-                --net 100Mbit --storage-cores 0.25 --client-cores 1 --threads 1)
-    on_client "$sophon" load "${args[@]}" --out "$work/auto" >"$work/auto.log" 2>&1 ||
+    local args=(--id sophon -p "$pool" --dataset "$ds" --seed 3 --net 100Mbit --storage-cores 0.25
+                --client-cores 1 --threads 1)
+    local sel=(--policy selective --epochs 2)
+    on_client "$sophon" load "${args[@]}" "${sel[@]}" --out "$work/auto" >"$work/auto.log" 2>&1 ||
         { cat "$work/auto.log"; die "load failed"; }
-    on_client "$sophon" load "${args[@]}" --prefetch 2 --out "$work/two" >"$work/two.log" 2>&1 ||
+    on_client "$sophon" load "${args[@]}" "${sel[@]}" --prefetch 2 --out "$work/two" >"$work/two.log" 2>&1 ||
         { cat "$work/two.log"; die "load --prefetch 2 failed"; }
     grep -E "^(epoch|  offloaded|  planner|stats)" "$work/auto.log" "$work/two.log"
     local f
@@ -362,7 +363,7 @@ Image.frombytes("RGB", (4000, 3000), random.randbytes(4000 * 3000 * 3)).save(sys
     # Selective may read the large photo as stored (it keeps the plan it models fastest), so
     # the ring is checked under oracle, whose plan always prepares it in the OSD.
     local pf
-    on_client "$sophon" load "${args[@]/selective/oracle}" --epochs 1 --discard >"$work/oracle.log" 2>&1 ||
+    on_client "$sophon" load "${args[@]}" --policy oracle --epochs 1 --discard >"$work/oracle.log" 2>&1 ||
         { cat "$work/oracle.log"; die "load --policy oracle failed"; }
     pf=$(sed -n 's/^stats:.* prefetch=\([0-9]*\).*/\1/p' "$work/oracle.log")
     [ "${pf:-0}" -gt 2 ] && ok "the loader prefetched $pf batches for the long preparation" ||
