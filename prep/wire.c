@@ -494,3 +494,31 @@ int sophon_probe_decode(struct sophon_probe_reply *out, const uint8_t *buf, size
     out->object_size = sophon__get_le64(buf + 32);
     return 0;
 }
+
+/* CPU reply (40 bytes): header, 8 u32 pid, 12 u32 reserved, 16 u64 host, 24 u64 process CPU ns,
+ * 32 u64 monotonic ns. */
+int sophon_cpu_encode(uint8_t *out, size_t cap, const struct sophon_cpu_reply *r)
+{
+    if (cap < SOPHON_CPU_MSG_LEN)
+        return -ERANGE;
+    memset(out, 0, SOPHON_CPU_MSG_LEN);
+    put_header(out, SOPHON_CPU_MAGIC, LAYOUT_VERSION, SOPHON_CPU_MSG_LEN);
+    sophon__put_le32(out + 8, r->pid);
+    sophon__put_le64(out + 16, r->host);
+    sophon__put_le64(out + 24, r->cpu_ns);
+    sophon__put_le64(out + 32, r->clock_ns);
+    return SOPHON_CPU_MSG_LEN;
+}
+
+int sophon_cpu_decode(struct sophon_cpu_reply *out, const uint8_t *buf, size_t len)
+{
+    uint16_t version, hdr_len;
+    int r = check_header(buf, len, SOPHON_CPU_MAGIC, SOPHON_CPU_MSG_LEN, 0, &version, &hdr_len);
+    if (r < 0)
+        return r;
+    out->pid = sophon__get_le32(buf + 8);
+    out->host = sophon__get_le64(buf + 16);
+    out->cpu_ns = sophon__get_le64(buf + 24);
+    out->clock_ns = sophon__get_le64(buf + 32);
+    return 0;
+}

@@ -164,6 +164,26 @@ struct sophon_probe_reply {
 int sophon_probe_encode(uint8_t *out, size_t cap, const struct sophon_probe_reply *r);
 int sophon_probe_decode(struct sophon_probe_reply *out, const uint8_t *buf, size_t len);
 
+/*
+ * The reply of the class method `cpu` ("SPHC"): the CPU the OSD process that answered has used
+ * since it started, all its threads (the messenger, the object store, the op threads and the
+ * class's preparations), and its monotonic clock, so that a client that asks twice knows what the
+ * OSD spent in between, and over what time. The host and pid name the process: a client finds
+ * the OSDs holding its objects by asking on a few of them.
+ */
+#define SOPHON_CPU_MAGIC   0x43485053u
+#define SOPHON_CPU_MSG_LEN 40
+
+struct sophon_cpu_reply {
+    uint64_t host;     /* a hash of the OSD's host name */
+    uint32_t pid;      /* the OSD process's */
+    uint64_t cpu_ns;   /* CLOCK_PROCESS_CPUTIME_ID */
+    uint64_t clock_ns; /* CLOCK_MONOTONIC */
+};
+
+int sophon_cpu_encode(uint8_t *out, size_t cap, const struct sophon_cpu_reply *r);
+int sophon_cpu_decode(struct sophon_cpu_reply *out, const uint8_t *buf, size_t len);
+
 /* Little-endian helpers shared by the encoders and decoders of this format. */
 void sophon__put_le16(uint8_t *p, uint16_t v);
 void sophon__put_le32(uint8_t *p, uint32_t v);
