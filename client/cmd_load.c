@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cross_checks.h"
@@ -67,6 +68,13 @@ static double process_cpu_s(void)
         return 0;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int parse_shard(const struct cli *c, const char *s, unsigned *rank, unsigned *world)
@@ -140,7 +148,10 @@ static int out_close(struct epoch_out *eo)
     return r;
 }
 
-static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy)
+/* The epoch's report; t0 and t1 (CLOCK_MONOTONIC seconds) when it started and ended, for
+ * scripts lining up the epochs of several processes. */
+static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy,
+                   double t0, double t1)
 {
     uint64_t total = st->samples + st->failed;
     double secs = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
@@ -172,15 +183,20 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            st->storage_measured ? "measured" : "as given", (double)st->bytes_received / 1e6, dev,
            st->elapsed_s);
     printf("  CPU: client process %.2f s (%.2f ms/sample, %.0f samples/s per core), loader "
-           "workers %.2f s, OSDs %.2f s\n",
+           "workers %.2f s, OSDs %.2f s preparing",
            cpu_s, total ? cpu_s * 1e3 / (double)total : 0.0, cpu_s > 0 ? (double)total / cpu_s : 0,
            (double)st->client_cpu_ns / 1e9, (double)st->osd_cpu_ns / 1e9);
+    if (st->osd_process_ns > 0)
+        printf(", %.2f s in all", (double)st->osd_process_ns / 1e9);
+    printf(" (planned with %.2f ms an operation beyond the preparations, %s)\n", st->osd_op_s * 1e3,
+           st->osd_op_measured ? "measured" : "built-in");
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
            "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
-           "osd_cores_measured=%d demoted=%llu prefetch=%u\n",
+           "osd_cores_measured=%d demoted=%llu prefetch=%u osd_process=%.3f osd_op_ms=%.4f "
+           "osd_op_measured=%d clock_start=%.3f clock_end=%.3f\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -189,7 +205,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (unsigned long long)st->crop_bytes, (unsigned long long)st->crop_samples,
            (unsigned long long)st->predicted_crop_bytes, st->bandwidth_Bps * 8 / 1e6,
            st->bandwidth_measured, st->storage_cores, st->storage_measured,
-           (unsigned long long)st->demoted, st->prefetch);
+           (unsigned long long)st->demoted, st->prefetch, (double)st->osd_process_ns / 1e9,
+           st->osd_op_s * 1e3, st->osd_op_measured, t0, t1);
 }
 
 enum {
@@ -485,6 +502,7 @@ static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
     if (out_open(&a->c, &eo, a->out_dir, e) < 0)
         return -1;
     cpu0 = process_cpu_s();
+    double t0 = monotonic_s();
     r = sophon_loader_epoch_start(l, a->seed, e);
     if (r < 0) {
         cli_error(&a->c, "cannot start epoch %llu: %s", (unsigned long long)e, strerror(-r));
@@ -492,6 +510,7 @@ static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
         return -1;
     }
     r = take_batches(a, l, e, &eo);
+    double t1 = monotonic_s();
     cpu = process_cpu_s() - cpu0;
     if (out_close(&eo) < 0 && r >= 0) {
         cli_error(&a->c, "cannot write the batches to %s", a->out_dir);
@@ -507,7 +526,7 @@ static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
         cli_error(&a->c, "epoch %llu: no statistics: %s", (unsigned long long)e, strerror(-r));
         return -1;
     }
-    report(&st, cpu, a->policy);
+    report(&st, cpu, a->policy, t0, t1);
     fflush(stdout);
     return st.failed > 0 ? 1 : 0;
 }

@@ -34,6 +34,7 @@
 #include "dataset.h"
 #include "epoch_order.h"
 #include "estimate.h"
+#include "osd_cpu.h"
 #include "loader_versions.h"
 #include "prep_call.h"
 #include "prep_response.h"
@@ -150,6 +151,18 @@ struct sophon_loader {
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
+    /* The OSD processes holding this loader's objects (osd_cpu.h; n 0 when they cannot be
+     * asked), and whether the current epoch's interval started with an answer from each; the
+     * operations this epoch issued; the OSDs' CPU per operation beyond the preparations (OSD
+     * seconds) the plans count: over the epochs so far (the sums of the processes' CPU, the
+     * class's, and the operations), else as measured at open, else SOPHON_SEL_OSD_OP_S. */
+    struct sophon__osds osds;
+    int osd_interval;
+    uint64_t epoch_ops;
+    double op_osd_s, op_class_s;
+    uint64_t op_count;
+    double osd_op_s;
+    int osd_op_measured;
 };
 
 static double now_s(void)
@@ -437,6 +450,7 @@ static void *dispatcher_main(void *arg)
             }
         }
         if (k > 0) {
+            l->epoch_ops += k;
             pthread_mutex_unlock(&l->mu);
             for (size_t i = 0; i < k; i++)
                 issue(l, batch[i]);
@@ -854,10 +868,11 @@ typedef uint64_t (*measure_done_fn)(const struct measure_op *op, int rc);
 /*
  * Runs operations on records spread over the dataset, MEASURE_DEPTH in flight, until
  * MEASURE_READS, MEASURE_BYTES read or MEASURE_S; returns the rate of what they measured
- * (estimate.h: per second, 0 when it cannot tell) and its sum in *total.
+ * (estimate.h: per second, 0 when it cannot tell), its sum in *total and the operations that
+ * measured something in *count.
  */
 static double measure(struct sophon_loader *l, measure_start_fn start, measure_done_fn done,
-                      uint64_t *total)
+                      uint64_t *total, size_t *count)
 {
     size_t n = sophon_records_count(l->ds.records);
     struct sophon__xfer x[MEASURE_READS];
@@ -896,6 +911,7 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
     *total = 0;
     for (size_t i = 0; i < m; i++)
         *total += x[i].bytes;
+    *count = m;
     return sophon__rate_estimate(x, m);
 }
 
@@ -952,18 +968,100 @@ static uint64_t done_prep(const struct measure_op *o, int rc)
 /* The link's bandwidth, measured: l->measured_Bps (0 when it could not tell), l->measure_bytes. */
 static void measure_link(struct sophon_loader *l)
 {
-    l->measured_Bps = measure(l, start_read, done_read, &l->measure_bytes);
+    size_t count;
+    l->measured_Bps = measure(l, start_read, done_read, &l->measure_bytes, &count);
+}
+
+/* Asks the OSD processes for the start of an interval: 1 when each answered (a process that
+ * changed starts again from its answer, osd_cpu.h), 0 when there is nothing to count. */
+static int osds_restart(struct sophon_loader *l)
+{
+    uint64_t ns;
+    double span;
+    int r = l->osds.n > 0 ? sophon__osds_sample(&l->osds, l->io, &ns, &span) : -ENOENT;
+    return r == 0 || r == -ESTALE;
 }
 
 /*
- * The OSDs' CPU available for this client's preparation, measured: the CPU their responses
- * report per second, MEASURE_DEPTH decodes at once. l->measured_cores, 0 when it could not tell
- * (no class, too few answers).
+ * The OSDs' CPU available for this client's preparation, measured with MEASURE_DEPTH decodes at
+ * once: the CPU of the OSD processes (class 0.3 and later) over the time, else the CPU their
+ * responses report per second. l->measured_cores, 0 when it could not tell (no class, too few
+ * answers); and from the processes, l->osd_op_s.
  */
 static void measure_osds(struct sophon_loader *l)
 {
+    uint64_t ns, osd_ns;
+    size_t count;
+    double span;
+    /* The OSD processes' CPU from here (an answer from each, or nothing to count). */
+    int asked = osds_restart(l);
+    l->measured_cores = measure(l, start_prep, done_prep, &ns, &count) / 1e9;
+    if (!asked || sophon__osds_sample(&l->osds, l->io, &osd_ns, &span) < 0 || span <= 0)
+        return;
+    /* What the processes spent over the measurement, the preparations and everything around
+     * them, is what the OSDs had; this rank's share of it, while the other ranks measure too.
+     * Their CPU per operation beyond the preparations, until the epochs measure it. */
+    double cores = (double)osd_ns / 1e9 / span / l->o.world;
+    double op_s =
+        sophon__osd_op_estimate((double)osd_ns / 1e9, (double)ns / 1e9, count, l->o.world);
+    if (cores > 0)
+        l->measured_cores = cores;
+    if (op_s >= 0) {
+        l->osd_op_s = op_s;
+        l->osd_op_measured = 1;
+    }
+}
+
+/* How many objects the loader asks to find the OSD processes holding its dataset (osd_cpu.h). */
+#define FIND_OSDS 48
+
+/* Finds the OSD processes holding objects spread over the dataset: l->osds (none when the
+ * class cannot tell, before 0.3; the plans then count SOPHON_SEL_OSD_OP_S an operation). */
+static void find_osds(struct sophon_loader *l)
+{
+    const char *oids[FIND_OSDS];
+    size_t n = sophon_records_count(l->ds.records), k = 0;
+    for (size_t i = 0; i < n && k < FIND_OSDS; i += n / FIND_OSDS + 1)
+        oids[k++] = record(l, i)->name;
+    int r = sophon__osds_find(&l->osds, l->io, oids, k);
+    if (r == -EOPNOTSUPP)
+        say(l,
+            "note: the OSDs' sophon class does not report their CPU (before 0.3): the plans "
+            "count %.2f ms an operation beyond the preparations; deploy this sophon version "
+            "on the OSDs for the measured figure",
+            SOPHON_SEL_OSD_OP_S * 1e3);
+    else if (r < 0)
+        say(l,
+            "warning: could not ask the OSDs for their CPU (%s): the plans count %.2f ms an "
+            "operation beyond the preparations",
+            strerror(-r), SOPHON_SEL_OSD_OP_S * 1e3);
+}
+
+/* Starts the epoch's interval of the OSD processes' CPU (mu not held, nothing in flight). */
+static void osd_interval_start(struct sophon_loader *l)
+{
+    l->osd_interval = osds_restart(l);
+}
+
+/*
+ * Ends it after the epoch's last batch (mu not held): this rank's share of the processes' CPU
+ * in st.osd_process_ns, and the epoch in the sums the next plans take the CPU per operation from.
+ */
+static void osd_interval_end(struct sophon_loader *l)
+{
     uint64_t ns;
-    l->measured_cores = measure(l, start_prep, done_prep, &ns) / 1e9;
+    double span;
+    if (!l->osd_interval)
+        return;
+    l->osd_interval = 0;
+    if (sophon__osds_sample(&l->osds, l->io, &ns, &span) < 0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->st.osd_process_ns = ns / l->o.world;
+    l->op_osd_s += (double)ns / 1e9;
+    l->op_class_s += (double)l->st.osd_cpu_ns / 1e9;
+    l->op_count += l->epoch_ops;
+    pthread_mutex_unlock(&l->mu);
 }
 
 /*
@@ -1155,10 +1253,13 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     if (r < 0)
         goto fail;
     read_mtimes(l, dataset);
+    l->osd_op_s = SOPHON_SEL_OSD_OP_S;
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = 1.0;
     ask_wire(l);
     restrict_stages(l);
+    if (l->class_ok)
+        find_osds(l);
     if (measure_cores && l->class_ok) {
         /* This rank's share of the OSDs, while the other ranks measure too: the job's is the
          * world's. */
@@ -1291,7 +1392,7 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
 /*
  * The records this epoch is planned with: the dataset's, each object's OSD CPU as measured
  * where it was (obj_ratio, unless no_adapt), the OSDs' CPU per operation
- * (SOPHON_SEL_OSD_OP_S, OSD seconds: times the storage speed, which the planner divides by), and
+ * (l->osd_op_s, OSD seconds: times the storage speed, which the planner divides by), and
  * where the crop stage is offered, each record's crop bytes for the box its sample gets this
  * epoch (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of the
  * image, scaled to this box's crop region). Every rank computes the same figures from the same
@@ -1309,7 +1410,7 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
     for (size_t i = 0; i < n && !l->o.no_adapt; i++)
         if (l->obj_ratio[i] > 0)
             sophon_records_scale_storage(l->epoch_records, i, l->obj_ratio[i] * l->storage_speed);
-    if (sophon_records_add_osd_op(l->epoch_records, SOPHON_SEL_OSD_OP_S * l->storage_speed) < 0)
+    if (sophon_records_add_osd_op(l->epoch_records, l->osd_op_s * l->storage_speed) < 0)
         return NULL;
     if (!(l->stages & (1u << SOPHON_STAGE_CROP)))
         return l->epoch_records;
@@ -1438,7 +1539,16 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 
     pthread_mutex_lock(&l->mu);
     drain(l);
-    /* Online profiling: the speeds measured so far replace the profile's. */
+    pthread_mutex_unlock(&l->mu);
+    osd_interval_start(l);
+    pthread_mutex_lock(&l->mu);
+    /* Online profiling: the speeds measured so far replace the profile's, and the OSDs' CPU per
+     * operation over the epochs so far the one measured at open (or the built-in one). */
+    double op_s = sophon__osd_op_estimate(l->op_osd_s, l->op_class_s, l->op_count, l->o.world);
+    if (!l->o.no_adapt && op_s >= 0) {
+        l->osd_op_s = op_s;
+        l->osd_op_measured = 1;
+    }
     if (!l->o.no_adapt && l->storage_meas_s > 0 && l->storage_model_s > 0)
         l->storage_speed = l->storage_model_s / l->storage_meas_s;
     if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
@@ -1495,6 +1605,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     /* Without memory for a deeper ring the epoch runs on the one it has, only slower. */
     (void)ring_resize(l, epoch_nbufs(l, plan, order, m));
     l->issued = l->delivered = l->released = 0;
+    l->epoch_ops = 0;
     for (unsigned i = 0; i < l->nbufs; i++)
         l->bufs[i].done = l->bufs[i].failed = 0;
     memset(&l->st, 0, sizeof(l->st));
@@ -1509,6 +1620,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.storage_cores = l->o.storage_cores;
     l->st.storage_measured = l->measured_cores > 0;
     l->st.measure_bytes = l->measure_bytes;
+    l->st.osd_op_s = l->osd_op_s;
+    l->st.osd_op_measured = l->osd_op_measured;
     l->t0 = now_s();
     l->running = 1;
     pthread_cond_signal(&l->cv_disp);
@@ -1554,7 +1667,10 @@ int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
     l->st.delivered = l->delivered;
     l->st.elapsed_s = now_s() - l->t0;
     *out = &l->out;
+    int last = l->delivered >= l->m;
     pthread_mutex_unlock(&l->mu);
+    if (last)
+        osd_interval_end(l);
     return 1;
 }
 

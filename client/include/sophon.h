@@ -203,8 +203,8 @@ struct sophon_batch {
 };
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
- * declined, 3 the crop stage's figures, 4 demoted and prefetch. */
-#define SOPHON_LOADER_STATS_VERSION 4
+ * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU. */
+#define SOPHON_LOADER_STATS_VERSION 5
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -246,6 +246,15 @@ struct sophon_loader_stats {
                         * in fallbacks */
     unsigned prefetch; /* the batches this epoch prepared ahead of the one consumed: the
                         * options' prefetch, or as the loader chose it (see there) */
+    /* Version 5. */
+    double osd_op_s;         /* the OSDs' CPU per operation beyond the preparations that the
+                              * plan counted (OSD seconds): measured (osd_op_measured), else a
+                              * built-in figure */
+    int osd_op_measured;     /* 1 if osd_op_s was measured: asked of the OSD processes (class
+                              * 0.3 and later) at open or over the epochs before */
+    uint64_t osd_process_ns; /* the OSD processes' CPU over this epoch, all their threads, this
+                              * rank's share (the job's over its ranks); 0 until the epoch's last
+                              * batch, or when the OSDs could not be asked */
 };
 
 /* clang-format off */
