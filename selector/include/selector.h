@@ -232,11 +232,14 @@ struct sophon_cost_model {
  * (reading the coefficients of every row down to the box costs what decoding them does, and
  * the crop is then coded again: bench_crop, 1.1-1.9x) and on the client (decoding the crop
  * instead of the stored object: 0.6-0.75x). BENCHMARKS.md has the measurements. */
-/* What the testbed measured of an OSD's CPU beyond the preparations the class reports: per
+/* What the testbed measured once of an OSD's CPU beyond the preparations the class reports: per
  * RADOS operation, a read or a call, whatever its size (OSD CPU seconds: the OSDs' cgroup's
  * CPU over none, resize, selective and oracle epochs, less the OSDs' idle CPU, over the
- * operations; BENCHMARKS.md); and the share of a link's rate that carries payload (TCP over
- * IPv4 with timestamps on a 1500-byte MTU: 1448 bytes of every 1514 the link shapes). */
+ * operations; BENCHMARKS.md). It moves with the machine and the day: the loader measures it
+ * (client/osd_cpu.h) and plans with this only until it has (its first epoch when the budgets
+ * are given) or where the OSDs' class cannot tell (before 0.3); `sophon plan` always does; and the
+ * share of a link's rate that carries payload (TCP over IPv4 with timestamps on a 1500-byte MTU:
+ * 1448 bytes of every 1514 the link shapes). */
 #define SOPHON_SEL_OSD_OP_S     0.00024
 #define SOPHON_SEL_LINK_PAYLOAD (1448.0 / 1514.0)
 #define SOPHON_SEL_CROP_SHARE   0.45
