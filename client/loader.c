@@ -141,7 +141,8 @@ struct sophon_loader {
     struct slot *work_head, *work_tail, *retry;
     struct sophon_batch out;
     int class_ok, class_warned;
-    uint16_t wire; /* the class's wire version, asked once at open (sophon__class_wire) */
+    uint16_t wire;      /* the class's wire version, asked once at open (sophon__class_wire) */
+    int class_answered; /* 1 when the class's version method answered at open */
     struct sophon_loader_stats st;
     double t0;
     /* Online profiling: model seconds (reference core) against measured CPU seconds, over every
@@ -833,8 +834,10 @@ static void ask_wire(struct sophon_loader *l)
 
     l->wire = SOPHON_WIRE_LATEST;
     if (sophon_records_count(l->ds.records) > 0 &&
-        sophon__class_wire(&w, l->io, record(l, 0)->name) == 0)
+        sophon__class_wire(&w, l->io, record(l, 0)->name) == 0) {
         l->wire = w;
+        l->class_answered = 1;
+    }
     if (l->o.transform == SOPHON_TRANSFORM_VAL && l->wire < SOPHON_WIRE_V2)
         say(l,
             "warning: the OSDs' sophon class speaks wire format %u, which cannot carry the "
@@ -1024,6 +1027,10 @@ static void find_osds(struct sophon_loader *l)
     for (size_t i = 0; i < n && k < FIND_OSDS; i += n / FIND_OSDS + 1)
         oids[k++] = record(l, i)->name;
     int r = sophon__osds_find(&l->osds, l->io, oids, k);
+    /* Without a class that answers (none in the OSDs, a key without class caps) the loader
+     * says so once, when it first prepares a sample there. */
+    if (r >= 0 || !l->class_answered)
+        return;
     if (r == -EOPNOTSUPP)
         say(l,
             "note: the OSDs' sophon class does not report their CPU (before 0.3): the plans "
