@@ -102,7 +102,8 @@ load "$work/job" "$work/job.log" --policy selective --net 200Mbit --storage-core
 [ $(($(pred "$work/r0.log") + $(pred "$work/r1.log"))) = "$(pred "$work/job.log")" ] &&
     [ "$(pred "$work/r0.log")" != "$(pred "$work/job.log")" ] &&
     ok "two ranks take their shards of one job plan: predicted bytes add up" ||
-    bad "predicted: job $(pred "$work/job.log"), ranks $(pred "$work/r0.log") + $(pred "$work/r1.log")"
+    { bad "predicted: job $(pred "$work/job.log"), ranks $(pred "$work/r0.log") + $(pred "$work/r1.log")"
+      grep -h '^stats:\|^  planner' "$work/job.log" "$work/r0.log" "$work/r1.log"; cat "$work"/job.log.err "$work"/r[01].log.err; }
 
 # The validation transform at another size: the dataset order, every epoch alike, the OSDs' bytes
 # (policy all) the local path's (none) and torchvision's own; shards split it as a training epoch.
