@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cross_checks.h"
@@ -68,13 +67,6 @@ static double process_cpu_s(void)
         return 0;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int parse_shard(const struct cli *c, const char *s, unsigned *rank, unsigned *world)
@@ -148,7 +140,7 @@ static int out_close(struct epoch_out *eo)
     return r;
 }
 
-/* The epoch's report; t0 and t1 (CLOCK_MONOTONIC seconds) when it started and ended, for
+/* The epoch's report; t0 and t1 (monotonic seconds, progress_now()) when it started and ended, for
  * scripts lining up the epochs of several processes. */
 static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy,
                    double t0, double t1)
@@ -502,7 +494,7 @@ static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
     if (out_open(&a->c, &eo, a->out_dir, e) < 0)
         return -1;
     cpu0 = process_cpu_s();
-    double t0 = monotonic_s();
+    double t0 = progress_now();
     r = sophon_loader_epoch_start(l, a->seed, e);
     if (r < 0) {
         cli_error(&a->c, "cannot start epoch %llu: %s", (unsigned long long)e, strerror(-r));
@@ -510,7 +502,7 @@ static int run_epoch(struct load_args *a, sophon_loader *l, uint64_t e)
         return -1;
     }
     r = take_batches(a, l, e, &eo);
-    double t1 = monotonic_s();
+    double t1 = progress_now();
     cpu = process_cpu_s() - cpu0;
     if (out_close(&eo) < 0 && r >= 0) {
         cli_error(&a->c, "cannot write the batches to %s", a->out_dir);

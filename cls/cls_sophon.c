@@ -21,6 +21,7 @@
 
 #include "prep.h"
 #include "prep_response.h"
+#include "sophon_common.h"
 #include "sophon_config.h"
 #include "wire.h"
 
@@ -275,16 +276,14 @@ static int cpu(cls_method_context_t ctx, char *in, int in_len, char **out, int *
     (void)in;
     (void)in_len;
     struct sophon_cpu_reply r = {.pid = (uint32_t)getpid(), .host = 0xcbf29ce484222325ull};
-    struct timespec cpu_ts, clock_ts;
     char host[256] = "";
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_ts) < 0 ||
-        clock_gettime(CLOCK_MONOTONIC, &clock_ts) < 0) {
-        int e = errno;
-        SOPHON_LOG(0, "reading the clocks failed: %d", -e);
-        return -e;
+    int e = sophon__clock_ns(CLOCK_PROCESS_CPUTIME_ID, &r.cpu_ns);
+    if (e == 0)
+        e = sophon__clock_ns(CLOCK_MONOTONIC, &r.clock_ns);
+    if (e < 0) {
+        SOPHON_LOG(0, "reading the clocks failed: %d", e);
+        return e;
     }
-    r.cpu_ns = (uint64_t)cpu_ts.tv_sec * 1000000000u + (uint64_t)cpu_ts.tv_nsec;
-    r.clock_ns = (uint64_t)clock_ts.tv_sec * 1000000000u + (uint64_t)clock_ts.tv_nsec;
     (void)gethostname(host, sizeof(host) - 1); /* FNV-1a of what it gives, "" on failure */
     for (const char *c = host; *c != '\0'; c++)
         r.host = (r.host ^ (uint8_t)*c) * 0x100000001b3ull;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,9 @@ extern "C" {
  */
 void sophon__seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* sophon__clock_ns - clock `id` (clock_gettime's) in nanoseconds into *ns: 0, or -errno. */
+int sophon__clock_ns(clockid_t id, uint64_t *ns);
 
 /* sophon__thread_cpu_ns - the calling thread's CPU time in nanoseconds; 0 if it cannot be read. */
 uint64_t sophon__thread_cpu_ns(void);
