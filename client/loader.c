@@ -975,31 +975,21 @@ static void measure_link(struct sophon_loader *l)
     l->measured_Bps = measure(l, start_read, done_read, &l->measure_bytes, &count);
 }
 
-/* Asks the OSD processes for the start of an interval: 1 when each answered (a process that
- * changed starts again from its answer, osd_cpu.h), 0 when there is nothing to count. */
-static int osds_restart(struct sophon_loader *l)
-{
-    uint64_t ns;
-    double span;
-    int r = l->osds.n > 0 ? sophon__osds_sample(&l->osds, l->io, &ns, &span) : -ENOENT;
-    return r == 0 || r == -ESTALE;
-}
-
 /*
  * The OSDs' CPU available for this client's preparation, measured with MEASURE_DEPTH decodes at
  * once: the CPU of the OSD processes (class 0.3 and later) over the time, else the CPU their
  * responses report per second. l->measured_cores, 0 when it could not tell (no class, too few
- * answers); and from the processes, l->osd_op_s.
+ * answers); and from the processes, l->osd_op_s. Right after find_osds, whose answers start the
+ * processes' interval.
  */
 static void measure_osds(struct sophon_loader *l)
 {
     uint64_t ns, osd_ns;
     size_t count;
     double span;
-    /* The OSD processes' CPU from here (an answer from each, or nothing to count). */
-    int asked = osds_restart(l);
+    /* The OSD processes' CPU from their answers to find_osds, just before. */
     l->measured_cores = measure(l, start_prep, done_prep, &ns, &count) / 1e9;
-    if (!asked || sophon__osds_sample(&l->osds, l->io, &osd_ns, &span) < 0 || span <= 0)
+    if (l->osds.n == 0 || sophon__osds_sample(&l->osds, l->io, &osd_ns, &span) < 0 || span <= 0)
         return;
     /* What the processes spent over the measurement, the preparations and everything around
      * them, is what the OSDs had; this rank's share of it, while the other ranks measure too.
@@ -1044,10 +1034,15 @@ static void find_osds(struct sophon_loader *l)
             strerror(-r), SOPHON_SEL_OSD_OP_S * 1e3);
 }
 
-/* Starts the epoch's interval of the OSD processes' CPU (mu not held, nothing in flight). */
+/* Starts the epoch's interval of the OSD processes' CPU (mu not held, nothing in flight):
+ * l->osd_interval 1 when each answered (a process that changed starts again from its answer,
+ * osd_cpu.h), 0 when there is nothing to count. */
 static void osd_interval_start(struct sophon_loader *l)
 {
-    l->osd_interval = osds_restart(l);
+    uint64_t ns;
+    double span;
+    int r = l->osds.n > 0 ? sophon__osds_sample(&l->osds, l->io, &ns, &span) : -ENOENT;
+    l->osd_interval = r == 0 || r == -ESTALE;
 }
 
 /*

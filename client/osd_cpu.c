@@ -44,13 +44,13 @@ static void ask_all(struct ask *a, rados_ioctx_t io, const char *const *oids, si
 
 int sophon__osds_find(struct sophon__osds *o, rados_ioctx_t io, const char *const *oids, size_t k)
 {
-    struct ask a[48];
+    struct ask a[SOPHON__OSDS_ASK_AT_ONCE];
     int first = 0;
     if (o == NULL || (oids == NULL && k > 0))
         return -EINVAL;
     memset(o, 0, sizeof(*o));
     for (size_t done = 0; done < k;) {
-        size_t m = k - done < 48 ? k - done : 48;
+        size_t m = k - done < SOPHON__OSDS_ASK_AT_ONCE ? k - done : SOPHON__OSDS_ASK_AT_ONCE;
         ask_all(a, io, oids + done, m);
         for (size_t i = 0; i < m; i++) {
             if (a[i].rc < 0) {

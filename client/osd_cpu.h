@@ -23,6 +23,8 @@
 #include <rados/librados.h>
 
 #define SOPHON__MAX_OSDS 64
+/* The `cpu` calls sophon__osds_find has in flight at once. */
+#define SOPHON__OSDS_ASK_AT_ONCE 48
 
 /* One OSD process: who it is, an object it holds (to ask it by), and what it said last. */
 struct sophon__osd_proc {
