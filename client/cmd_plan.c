@@ -28,7 +28,7 @@ static const char usage[] =
     "      --client-cores N    client cores preparing samples\n"
     "      --gpu N             training throughput in samples/s (default: unlimited)\n"
     "      --format F          what training consumes: f32 (default) or u8\n"
-    "      --storage-speed X   an OSD core's speed relative to a client core (default: the\n"
+    "      --storage-speed X   an OSD core's speed against the cost model (default: the\n"
     "                          dataset's calibration, else 1)\n"
     "      --size N            plan for N x N samples (default: the records' own figures, 224);\n"
     "                          the CPU costs stay the records'\n"
@@ -120,6 +120,7 @@ struct plan_args {
     int have_net, have_storage, have_client;
     int policy, compare; /* policy -1: not given */
     double speed;        /* --storage-speed, 0: not given */
+    double client_speed; /* the profiling client's speed against the cost model (dataset.h) */
     uint64_t size;       /* --size, 0: not given */
     unsigned stages;     /* --stages, selector.h's bits */
 };
@@ -194,6 +195,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
     a->c.prog = "sophon plan";
     a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
     a->policy = -1;
+    a->client_speed = 1.0;
     a->stages = SOPHON_STAGES_ALL;
     if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, plan_option, a, code) < 0)
         return -1;
@@ -238,6 +240,7 @@ static int load_records(struct plan_args *a, sophon_records **set)
         *set = ds.records;
         ds.records = NULL;
         a->budget.storage_speed = ds.storage_speed;
+        a->client_speed = ds.client_speed;
         sophon__dataset_free(&ds);
     }
     if (a->speed > 0)
@@ -263,14 +266,16 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
     const struct sophon_budget *b = &a->budget;
 
     printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f), %g client "
-           "cores, %s output%s\n",
+           "cores (speed %.2f), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
-           b->client_cores, sophon_format_name(b->final_format),
+           b->client_cores, a->client_speed, sophon_format_name(b->final_format),
            b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
-    /* As the loader plans: the link's payload, and the OSDs' CPU per operation (selector.h). */
+    /* As the loader plans its first epoch: the link's payload, the client at the profile's
+     * speed, and the OSDs' CPU per operation (selector.h). */
     struct sophon_budget planned = *b;
     planned.bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
+    planned.client_cores *= a->client_speed;
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;

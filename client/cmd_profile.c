@@ -1,7 +1,7 @@
 /*
  * cmd_profile.c - `sophon profile`: one record per object of a dataset, made in the OSDs (probe:
- * no object bytes cross the network), CPU costs from the calibrated model and a calibration of
- * the OSDs' speed against this client's on a sample, stored in the dataset's index.
+ * no object bytes cross the network), CPU costs from the cost model and a calibration of the
+ * speeds at which the OSDs and this client run it, on a sample, stored in the dataset's index.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +27,7 @@ static const char usage[] =
     "      --dataset NAME  dataset (default: the pool's name). Its objects are those `sophon put\n"
     "                      --dataset` registered, else those of --list, else the whole pool\n"
     "      --list FILE     object names, one a line\n"
-    "      --sample K      objects prepared in the OSDs and here to calibrate (default 16, 0: no)\n"
+    "      --sample K      objects prepared in the OSDs and here to calibrate (default 64, 0: no)\n"
     "      --jobs J        operations in flight (default 32)\n"
     "      --export FILE   write the dataset's records as CSV (after profiling, if -p is given)\n"
     "      --import FILE   store the records of a CSV file into the index instead of "
@@ -238,13 +238,22 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
     return 0;
 }
 
+/* The speeds at which the OSDs and this client run what the cost model counts (model seconds per
+ * second measured), measured on the same requests; both 0 where nothing could be measured. */
+struct calibration {
+    double storage_speed, client_speed;
+    size_t measured;
+};
+
 /*
- * The OSDs' speed relative to this client: the same requests (RandomResizedCrop boxes) on a
- * sample of objects, prepared in the OSD (its CPU time comes back in the response) and here
- * (this thread's CPU time). Returns the ratio, or 0 if nothing could be measured.
+ * The same requests (RandomResizedCrop boxes) on a sample of objects, prepared in the OSD (its CPU
+ * time comes back in the response) and here (this thread's CPU time), against the cost model's
+ * figure for them. The planner divides the records' costs (the model's) by these speeds, as the
+ * loader does with the speeds it measures over its epochs: the model's error on these images
+ * (small ones cost more than it counts) goes into them, not into the plans.
  */
-static double calibrate(struct cli *c, const struct item *items, size_t n, uint64_t sample,
-                        double *model_err, size_t *measured)
+static struct calibration calibrate(struct cli *c, const struct item *items, size_t n,
+                                    uint64_t sample)
 {
     double osd = 0, local = 0, model = 0;
     size_t done = 0, step = n / (sample ? sample : 1);
@@ -295,9 +304,10 @@ static double calibrate(struct cli *c, const struct item *items, size_t n, uint6
         model += sophon_cost_model_decode_s(&rec, NULL);
         done++;
     }
-    *model_err = local > 0 ? model / local : 0;
-    *measured = done;
-    return osd > 0 && done > 0 ? local / osd : 0;
+    struct calibration k = {0, 0, done};
+    if (done > 0 && osd > 0 && local > 0 && model > 0)
+        k = (struct calibration){model / osd, model / local, done};
+    return k;
 }
 
 static int import_csv(struct cli *c, const char *dataset, const char *path)
@@ -417,7 +427,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a, int *code)
 {
     memset(a, 0, sizeof(*a));
     a->c.prog = "sophon profile";
-    a->sample = 16;
+    a->sample = 64;
     a->jobs = 32;
     if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, profile_option, a, code) < 0)
         return -1;
@@ -559,22 +569,20 @@ done:
  * A failure is said and leaves the records as they are. */
 static void store_calibration(struct profile_args *a, const struct item *items, size_t n)
 {
-    double model_ratio = 0;
-    size_t measured = 0;
-    double speed = calibrate(&a->c, items, n, a->sample, &model_ratio, &measured);
+    struct calibration k = calibrate(&a->c, items, n, a->sample);
     int r;
 
-    if (speed <= 0) {
+    if (k.storage_speed <= 0) {
         cli_error(&a->c, "calibration: no object could be prepared in the OSDs and here; the "
                          "records keep an OSD speed of 1 (see the messages above)");
         return;
     }
-    r = sophon__index_write_profile(a->c.io, a->dataset, speed);
+    r = sophon__index_write_profile(a->c.io, a->dataset, k.storage_speed, k.client_speed);
     if (r < 0)
         cli_error(&a->c, "writing the calibration failed: %s", strerror(-r));
     printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; the cost "
-           "model predicts %.2fx this client's measured CPU time\n",
-           measured, speed, model_ratio);
+           "model's CPU runs at %.2fx in an OSD core and %.2fx here (the plans' speeds)\n",
+           k.measured, k.storage_speed / k.client_speed, k.storage_speed, k.client_speed);
 }
 
 /* The whole profile of the dataset's objects (*items, *n: the caller frees them). Returns 0 or

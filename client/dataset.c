@@ -155,16 +155,18 @@ int sophon__index_write(rados_ioctx_t io, const char *dataset,
     return r;
 }
 
-int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed)
+int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
+                                double client_speed)
 {
-    char oid[256], val[64];
+    char oid[256], val[96];
     rados_ioctx_t iio;
     int r = sophon__index_oid(oid, sizeof(oid), dataset);
     if (r < 0)
         return r;
     if ((r = index_io(io, &iio)) < 0)
         return r;
-    snprintf(val, sizeof(val), "storage_speed=%.17g\n", storage_speed);
+    snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
+             client_speed);
     const char *keys[] = {"@profile"}, *vals[] = {val};
     size_t klen[] = {8}, vlen[] = {strlen(val)};
     rados_write_op_t op = rados_create_write_op();
@@ -334,15 +336,23 @@ static int add_line(void *arg, const char *key, size_t klen, const char *val, si
     return 0;
 }
 
+/* @profile's lines: each speed that is there and positive (an index of an older profile has
+ * storage_speed only). */
 static int add_profile(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
-    char buf[128];
+    struct sophon_dataset *ds = arg;
+    char buf[128], *save = NULL;
     double speed;
     (void)key;
     (void)klen;
     snprintf(buf, sizeof(buf), "%.*s", (int)(vlen < 127 ? vlen : 127), val);
-    if (sscanf(buf, "storage_speed=%lf", &speed) == 1 && speed > 0)
-        *(double *)arg = speed;
+    for (char *line = strtok_r(buf, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (sscanf(line, "storage_speed=%lf", &speed) == 1 && speed > 0)
+            ds->storage_speed = speed;
+        else if (sscanf(line, "client_speed=%lf", &speed) == 1 && speed > 0)
+            ds->client_speed = speed;
+    }
     return 0;
 }
 
@@ -362,7 +372,7 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
     int r;
 
     memset(out, 0, sizeof(*out));
-    out->storage_speed = 1.0;
+    out->storage_speed = out->client_speed = 1.0;
     /* The header comes from the selector's own writer, so the format is defined once. */
     if ((r = sophon_records_new(&empty)) < 0)
         goto done;
@@ -390,7 +400,7 @@ int sophon__dataset_read(struct sophon_dataset *out, rados_ioctx_t io, const cha
     }
     if ((r = sophon_records_read_csv(&out->records, f, err, errlen)) < 0)
         goto done;
-    if ((r = omap_each(io, dataset, "@profile", add_profile, &out->storage_speed)) < 0)
+    if ((r = omap_each(io, dataset, "@profile", add_profile, out)) < 0)
         goto done;
     if ((r = sophon__index_members(io, dataset, &members, &nmembers)) < 0)
         goto done;

@@ -7,7 +7,8 @@
  *     o/OBJ     -> label (ImageFolder class, the object's first path component) or ""
  *     r/OBJ     -> the object's record: one line of sophon-records CSV (selector.h), no header
  *     s/OBJ     -> "SIZE MTIME" of the object the record was made from (incremental profiles)
- *     @profile  -> "storage_speed=X\n": an OSD core's speed relative to the profiling client's
+ *     @profile  -> "storage_speed=X\nclient_speed=Y\n": the speeds at which an OSD core and the
+ *                  profiling client ran the cost model's CPU on a sample (model s / measured s)
  * Every client of the dataset reads the same index, so records made once serve all of them.
  */
 #ifndef SOPHON_DATASET_H
@@ -29,7 +30,8 @@ struct sophon_dataset {
     int32_t *labels;
     char **classes;
     size_t nclasses;
-    double storage_speed; /* 1 when the dataset was never calibrated */
+    double storage_speed; /* an OSD core's against the cost model; 1: never calibrated */
+    double client_speed;  /* the profiling client's against it; 1: not calibrated (before 0.3) */
 };
 
 /* An entry to write into an index: any of label, record, stamp may be NULL / 0. */
@@ -50,8 +52,10 @@ int sophon__index_oid(char *buf, size_t len, const char *dataset);
 int sophon__index_write(rados_ioctx_t io, const char *dataset,
                         const struct sophon_index_entry *entries, size_t n);
 
-/* Writes the profile's calibration. */
-int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed);
+/* Writes the profile's calibration: the speeds of an OSD core and of this client against the
+ * cost model. */
+int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
+                                double client_speed);
 
 /*
  * Reads what the index holds. members (o/ keys) and stamps (s/ keys) come back as parallel

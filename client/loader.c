@@ -1256,8 +1256,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
         goto fail;
     read_mtimes(l, dataset);
     l->osd_op_s = SOPHON_SEL_OSD_OP_S;
+    /* The profile's speeds against the cost model until the epochs measure this client's and the
+     * OSDs' own. */
     l->storage_speed = l->ds.storage_speed;
-    l->client_speed = 1.0;
+    l->client_speed = l->ds.client_speed;
     ask_wire(l);
     restrict_stages(l);
     if (l->class_ok)

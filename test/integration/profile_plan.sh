@@ -26,6 +26,24 @@ grep -Eq "5 objects; 5 profiled \(new or changed\), 0 unchanged" <<<"$out" &&
     ok "the first profile makes a record per object" || bad "first profile: $out"
 grep -Eq "calibration on 3 objects: an OSD core is [0-9.]+x as fast" <<<"$out" &&
     ok "it calibrates the OSDs against this client" || bad "no calibration: $out"
+# The speeds the plans divide the cost model's CPU by, stored in the index: every client's plan
+# starts from them (the OSDs' and the profiling client's; a profile before 0.3 stored the first).
+speeds=$(sed -nE 's/.*runs at ([0-9.]+)x in an OSD core and ([0-9.]+)x here.*/\1 \2/p' <<<"$out")
+read -r sspeed cspeed <<<"$speeds"
+plan=$("$sophon" plan --id sophon-read -p "$pool" --dataset "$ds" --net 100Mbit --storage-cores 1 \
+    --client-cores 1 --policy none 2>&1)
+[ -n "$sspeed" ] && grep -q "storage cores (speed $sspeed), 1 client cores (speed $cspeed)" <<<"$plan" &&
+    ok "the plans start from the calibrated speeds ($sspeed in an OSD, $cspeed here)" ||
+    bad "calibrated speeds '$speeds' not in the plan: $plan"
+first=$("$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy selective --epochs 1 --discard \
+    --net 100Mbit --storage-cores 1 --client-cores 1 2>&1)
+grep -q "model speeds: OSD $sspeed, client $cspeed;" <<<"$first" &&
+    ok "and the loader's first epoch too" || bad "calibrated speeds '$speeds' not in the load: $first"
+rados -p "$pool" -N .sophon setomapval "dataset.$ds" @profile "storage_speed=2.5" &&
+    plan=$("$sophon" plan -p "$pool" --dataset "$ds" --net 100Mbit --storage-cores 1 \
+        --client-cores 1 --policy none 2>&1)
+grep -q "storage cores (speed 2.50), 1 client cores (speed 1.00)" <<<"$plan" &&
+    ok "an older profile's OSD speed is read, the client's taken as 1" || bad "older profile: $plan"
 expect "a second profile finds nothing new" 0 "0 profiled \(new or changed\), 5 unchanged" \
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0
 
