@@ -445,6 +445,7 @@ static int open_loader(struct load_args *a, sophon_loader **l)
     int r;
 
     a->o.keyring = c->keyring;
+    a->o.nspace = c->nspace;
     r = sophon_loader_open(l, c->conf, id, c->pool, a->dataset, &a->o);
     if (r < 0) {
         cli_error(c, "cannot load dataset %s from pool %s: %s", a->dataset, c->pool, strerror(-r));

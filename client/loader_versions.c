@@ -29,7 +29,8 @@ static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
     [2] = OPTIONS_V2_SIZE,
     [3] = offsetof(struct sophon_loader_options, stages),
     [4] = offsetof(struct sophon_loader_options, prefetch),
-    [5] = sizeof(struct sophon_loader_options),
+    [5] = offsetof(struct sophon_loader_options, nspace),
+    [6] = sizeof(struct sophon_loader_options),
 };
 
 /* And of the stats struct each version has. */

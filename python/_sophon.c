@@ -457,15 +457,32 @@ static PyObject *batch_view(LoaderObject *lo, uint8_t *data, size_t n)
 
 static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {KW("pool"),     KW("dataset"), KW("conf"),       KW("client_id"),
-                             KW("policy"),   KW("format"),  KW("batch_size"), KW("transform"),
-                             KW("size"),     KW("resize"),  KW("scale"),      KW("ratio"),
-                             KW("mean"),     KW("std"),     KW("threads"),    KW("window"),
-                             KW("rank"),     KW("world"),   KW("keyring"),    KW("stages"),
-                             KW("prefetch"), NULL};
+    static char *kwlist[] = {KW("pool"),
+                             KW("dataset"),
+                             KW("conf"),
+                             KW("client_id"),
+                             KW("policy"),
+                             KW("format"),
+                             KW("batch_size"),
+                             KW("transform"),
+                             KW("size"),
+                             KW("resize"),
+                             KW("scale"),
+                             KW("ratio"),
+                             KW("mean"),
+                             KW("std"),
+                             KW("threads"),
+                             KW("window"),
+                             KW("rank"),
+                             KW("world"),
+                             KW("keyring"),
+                             KW("stages"),
+                             KW("prefetch"),
+                             KW("namespace"),
+                             NULL};
     LoaderObject *self = (LoaderObject *)obj;
     const char *pool, *dataset, *conf = NULL, *id = NULL, *policy = NULL, *keyring = NULL;
-    const char *stages = NULL;
+    const char *stages = NULL, *nspace = NULL;
     const char *format = "f32", *transform = "train";
     long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 32;
     long rank = 0, world = 1, prefetch = 0;
@@ -475,10 +492,10 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "the loader is already open");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzzl", kwlist, &pool, &dataset,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzzlz", kwlist, &pool, &dataset,
                                      &conf, &id, &policy, &format, &batch, &transform, &size,
                                      &resize, &scale, &ratio, &mean, &std, &threads, &window, &rank,
-                                     &world, &keyring, &stages, &prefetch))
+                                     &world, &keyring, &stages, &prefetch, &nspace))
         return -1;
     struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
     int fmt = parse_format(format), tr = parse_transform(transform);
@@ -519,6 +536,7 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     o.keyring = keyring;
     o.stages = stages;
     o.prefetch = (unsigned)prefetch;
+    o.nspace = nspace;
 
     sophon_loader *l = NULL;
     int r;

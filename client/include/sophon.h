@@ -103,8 +103,9 @@ enum sophon_loader_stage {
  *      gets their defaults: RandomResizedCrop(224) with ImageNet's normalization.
  *   4  appends stages. An older caller gets every stage.
  *   5  appends prefetch. An older caller gets the default.
+ *   6  appends nspace. An older caller reads the pool's default namespace, as it did.
  */
-#define SOPHON_LOADER_OPTIONS_VERSION 5
+#define SOPHON_LOADER_OPTIONS_VERSION 6
 
 /*
  * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
@@ -172,6 +173,11 @@ struct sophon_loader_options {
                         * batch_size rounded up, more (up to 256 MiB of samples) where the
                         * plan's longest preparation would outlast the link's reading of the
                         * ring at the budget's OSD cores */
+    /* Version 6. */
+    const char *nspace; /* the RADOS namespace of the dataset's objects within the pool (sophon
+                         * put -N); NULL (the default): the default namespace. The dataset's
+                         * index is the pool's whatever the namespace (dataset names are the
+                         * pool's) */
 };
 
 /* clang-format off */
@@ -181,7 +187,7 @@ struct sophon_loader_options {
                                      NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
                                      {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
                                      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, \
-                                     NULL, 0 }
+                                     NULL, 0, NULL }
 /* clang-format on */
 
 /*

@@ -111,7 +111,8 @@ class Loader:
     CenterCrop(size) in dataset order. rank/world split every epoch into disjoint shards that
     together cover it exactly once.
 
-    conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin.
+    conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin;
+    namespace is the RADOS namespace the objects were put in (`sophon put -N`; None: the default).
     threads 0 means one worker per online CPU; window is the RADOS operations in flight;
     prefetch the batches prepared ahead of the one being consumed (0: the loader chooses per
     epoch, at least 1 + window / batch_size, more where the plan's longest preparation in the
@@ -126,7 +127,7 @@ class Loader:
     def __init__(self, pool, dataset, conf=None, client_id=None, policy="selective",
                  format="f32", batch_size=32, transform="train", size=224, rank=0, world=1, *,
                  resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=32,
-                 keyring=None, stages=None, prefetch=0):
+                 keyring=None, stages=None, prefetch=0, namespace=None):
         self.format = format
         self.size = operator.index(size)
         self.batch_size = operator.index(batch_size)
@@ -139,7 +140,7 @@ class Loader:
                                  ratio=ratio, mean=mean, std=std, threads=operator.index(threads),
                                  window=operator.index(window), rank=self.rank, world=self.world,
                                  keyring=keyring, stages=stages,
-                                 prefetch=operator.index(prefetch))
+                                 prefetch=operator.index(prefetch), namespace=namespace)
         self.classes = self._l.classes()
         self.dataset_size = self._l.dataset_size()
 

@@ -35,7 +35,7 @@ class SophonDataset(torch.utils.data.IterableDataset):
 
     Keyword arguments are sophon.Loader's (pool, dataset, conf, client_id, policy, format,
     batch_size, transform, size, resize, scale, ratio, mean, std, threads, window, keyring,
-    stages) and seed. rank and world default to the distributed ones (see the module's doc).
+    stages, prefetch, namespace) and seed. rank and world default to the distributed ones (see the module's doc).
 
     The loader is opened lazily in the process that iterates (a DataLoader worker, or this one)
     and kept for the next epochs. Without copy (the default) the tensors share the loader's batch

@@ -175,6 +175,37 @@ for p in none resize; do
         bad "$p: index line of $victim: $(grep -F " $victim" "$work/bad-$p/epoch-0.index")"
 done
 
+# A dataset in a namespace of its own (-N) whose objects have the names of others in the default
+# namespace: the loader reads its own, in the OSDs too.
+ns=ns.$$ nsds=$ds.ns
+mapfile -t files < <(find "$work/$ds" -type f | sort | head -n 6)
+mkdir -p "$work/ns-default/c" "$work/ns-own/c"
+for i in 0 1 2; do
+    cp "${files[$i]}" "$work/ns-default/c/$i.jpg"
+    cp "${files[$((i + 3))]}" "$work/ns-own/c/$i.jpg"
+done
+own_bytes=$(cat "$work"/ns-own/c/*.jpg | wc -c)
+"$sophon" put --id sophon -p "$pool" "$work/ns-default" >/dev/null &&
+    "$sophon" put --id sophon -p "$pool" -N "$ns" --dataset "$nsds" --labels-from-dirs \
+        "$work/ns-own" >/dev/null &&
+    "$sophon" profile --id sophon -p "$pool" -N "$ns" --dataset "$nsds" --sample 0 >/dev/null ||
+    bad "cannot make the dataset in namespace $ns"
+for p in none resize; do
+    "$sophon" load --id sophon -p "$pool" -N "$ns" --dataset "$nsds" --policy $p --out "$work/ns-$p" \
+        --net 100Mbit --storage-cores 1 >"$work/ns-$p.log" 2>&1 || bad "load -N, $p: $(tail -3 "$work/ns-$p.log")"
+done
+grep -q "^stats: .* samples=3 failed=0 bytes=$own_bytes " "$work/ns-none.log" &&
+    ok "load -N reads the namespace's objects ($own_bytes bytes), not the default one's" ||
+    bad "load -N: $(grep ^stats: "$work/ns-none.log") (the namespace's objects are $own_bytes bytes)"
+cmp -s "$work/ns-none/epoch-0.data" "$work/ns-resize/epoch-0.data" &&
+    grep -q "^stats: .* samples=3 failed=0 .* offloaded=3 " "$work/ns-resize.log" &&
+    ok "and prepares them in the OSDs from the namespace" || bad "load -N, resize: $(grep ^stats: "$work/ns-resize.log")"
+for i in 0 1 2; do
+    rados -p "$pool" rm "c/$i.jpg"
+    rados -p "$pool" -N "$ns" rm "c/$i.jpg"
+done
+rados -p "$pool" -N .sophon rm "dataset.$nsds"
+
 find "$work/$ds" -type f | sed "s|^$work/$ds/||" | while read -r o; do rados -p "$pool" rm "$o"; done
 rados -p "$pool" -N .sophon rm "dataset.$ds"
 finish

@@ -110,6 +110,33 @@ def main():
                    for img, name, i in zip(b.images, b.names, b.indices))
     check(same, "the loader's samples are sophon.prep's with draw_crop's (seed, epoch, index)")
 
+    # namespace=: a dataset stored in a namespace of its own (`sophon put -N`), under names no
+    # object of the default namespace has, loads from there and only from there.
+    ns, nsds = f"pyns.{os.getpid()}", ds + ".ns"
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "nsonly"))
+        for f in files[:4]:
+            with open(os.path.join(tree, f), "rb") as src, \
+                    open(os.path.join(tmp, "nsonly", f.replace("/", "_")), "wb") as dst:
+                dst.write(src.read())
+        for cmd in (["put", "-N", ns, "--dataset", nsds, "--labels-from-dirs", tmp],
+                    ["profile", "-N", ns, "--dataset", nsds, "--sample", "0"]):
+            subprocess.run([sophon_cli, *cmd[:1], "--id", "sophon", "-p", pool, *cmd[1:]],
+                           check=True, stdout=subprocess.DEVNULL, env=cli_env)
+    errors = {}
+    for name in (ns, None):
+        with sophon.Loader(pool, nsds, client_id="sophon", namespace=name, policy="none",
+                           format="u8") as l:
+            errors[name] = [int(e) for b in l.batches(seed=1, epoch=0) for e in b.errors]
+    check(errors[ns] == [0] * 4 and len(errors[None]) == 4 and all(e < 0 for e in errors[None]),
+          f"namespace= reads the namespace's objects (errors {errors[ns]}; without it "
+          f"{errors[None]})")
+    for f in files[:4]:
+        subprocess.run(["rados", "-p", pool, "-N", ns, "rm", "nsonly/" + f.replace("/", "_")],
+                       check=False, env=cli_env)
+    subprocess.run(["rados", "-p", pool, "-N", ".sophon", "rm", "dataset." + nsds], check=False,
+                   env=cli_env)
+
     # Two ranks cover an epoch exactly once, and each epoch has its own order.
     idx = []
     for rank in (0, 1):

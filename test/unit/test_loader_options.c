@@ -262,6 +262,24 @@ static void test_versions(void **state)
         assert_int_equal(o.prefetch, 0);
         free(old);
     }
+    /* A version 5 caller's struct ends before nspace: the default namespace. */
+    {
+        size_t v5 = offsetof(struct sophon_loader_options, nspace);
+        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
+        unsigned char *old = malloc(v5);
+        assert_non_null(old);
+        init.version = 5;
+        init.prefetch = 7;
+        memcpy(old, &init, v5);
+        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
+        assert_int_equal(o.prefetch, 7);
+        assert_null(o.nspace);
+        free(old);
+    }
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    in.nspace = "train";
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_string_equal(o.nspace, "train");
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.prefetch = 12;
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
