@@ -189,6 +189,21 @@ static void test_refused(void **state)
 }
 
 /* libgit2's rule: older versions accepted with their meaning, newer ones refused. */
+/* Resolves the first `size` bytes of *init as a caller built against options `version` passes
+ * them: a copy of just that much in memory of its own, so that ASan and valgrind see any read
+ * past it. */
+static int resolve_older(struct sophon_loader_options *out, struct sophon_loader_options *init,
+                         unsigned version, size_t size)
+{
+    unsigned char *old = malloc(size);
+    assert_non_null(old);
+    init->version = version;
+    memcpy(old, init, size);
+    int r = sophon__loader_options_resolve(out, (const void *)old);
+    free(old);
+    return r;
+}
+
 static void test_versions(void **state)
 {
     struct sophon_loader_options in, o;
@@ -220,62 +235,31 @@ static void test_versions(void **state)
 
     /* A version 2 caller's struct ends before the transform: only that much is read (ASan and
      * valgrind would see a read past it), and the transform gets its defaults. */
-    {
-        size_t v2 = offsetof(struct sophon_loader_options, transform);
-        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
-        unsigned char *old = malloc(v2);
-
-        assert_non_null(old);
-        init.version = 2;
-        init.retries = 0;
-        memcpy(old, &init, v2);
-        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
-        assert_int_equal(o.retries, 0);
-        assert_int_equal(o.transform, SOPHON_TRANSFORM_TRAIN);
-        assert_int_equal(o.size, 224);
-        assert_true(o.std[2] == 0.225f);
-        free(old);
-    }
+    struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
+    init.retries = 0;
+    assert_int_equal(resolve_older(&o, &init, 2, offsetof(struct sophon_loader_options, transform)),
+                     0);
+    assert_int_equal(o.retries, 0);
+    assert_int_equal(o.transform, SOPHON_TRANSFORM_TRAIN);
+    assert_int_equal(o.size, 224);
+    assert_true(o.std[2] == 0.225f);
     /* A version 3 caller's struct ends before the stages: every stage. */
-    {
-        size_t v3 = offsetof(struct sophon_loader_options, stages);
-        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
-        unsigned char *old = malloc(v3);
-        assert_non_null(old);
-        init.version = 3;
-        memcpy(old, &init, v3);
-        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
-        assert_null(o.stages);
-        free(old);
-    }
+    init = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    assert_int_equal(resolve_older(&o, &init, 3, offsetof(struct sophon_loader_options, stages)),
+                     0);
+    assert_null(o.stages);
     /* A version 4 caller's struct ends before prefetch: the default (0, the window's). */
-    {
-        size_t v4 = offsetof(struct sophon_loader_options, prefetch);
-        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
-        unsigned char *old = malloc(v4);
-        assert_non_null(old);
-        init.version = 4;
-        init.stages = "stored,u8";
-        memcpy(old, &init, v4);
-        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
-        assert_string_equal(o.stages, "stored,u8");
-        assert_int_equal(o.prefetch, 0);
-        free(old);
-    }
+    init.stages = "stored,u8";
+    assert_int_equal(resolve_older(&o, &init, 4, offsetof(struct sophon_loader_options, prefetch)),
+                     0);
+    assert_string_equal(o.stages, "stored,u8");
+    assert_int_equal(o.prefetch, 0);
     /* A version 5 caller's struct ends before nspace: the default namespace. */
-    {
-        size_t v5 = offsetof(struct sophon_loader_options, nspace);
-        struct sophon_loader_options init = SOPHON_LOADER_OPTIONS_INIT;
-        unsigned char *old = malloc(v5);
-        assert_non_null(old);
-        init.version = 5;
-        init.prefetch = 7;
-        memcpy(old, &init, v5);
-        assert_int_equal(sophon__loader_options_resolve(&o, (const void *)old), 0);
-        assert_int_equal(o.prefetch, 7);
-        assert_null(o.nspace);
-        free(old);
-    }
+    init.prefetch = 7;
+    assert_int_equal(resolve_older(&o, &init, 5, offsetof(struct sophon_loader_options, nspace)),
+                     0);
+    assert_int_equal(o.prefetch, 7);
+    assert_null(o.nspace);
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.nspace = "train";
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
