@@ -625,6 +625,16 @@ int cmd_profile(int argc, char **argv)
         return code;
     if (cli_connect(&a.c) < 0)
         return 1;
+    /* The objects where `sophon put` stored them, -N or not. */
+    char err[512] = "";
+    r = a.import_path != NULL
+            ? 0
+            : sophon__dataset_use_namespace(a.c.io, a.dataset, a.c.nspace, err, sizeof(err));
+    if (r < 0) {
+        cli_error(&a.c, "%s", err[0] ? err : strerror(-r));
+        cli_disconnect(&a.c);
+        return 1;
+    }
     if (a.import_path != NULL)
         r = import_csv(&a.c, a.dataset, a.import_path);
     else

@@ -361,6 +361,16 @@ static int parse_args(int argc, char **argv, struct put_args *a, int *code)
     return 0;
 }
 
+/* "namespace 'NS'", or "the default namespace", into buf. */
+static const char *namespace_name(char *buf, size_t len, const char *ns)
+{
+    if (ns[0] == '\0')
+        snprintf(buf, len, "the default namespace");
+    else
+        snprintf(buf, len, "namespace '%s'", ns);
+    return buf;
+}
+
 int cmd_put(int argc, char **argv)
 {
     struct put_args a;
@@ -376,12 +386,27 @@ int cmd_put(int argc, char **argv)
         goto done;
     if (cli_connect(&a.c) < 0)
         goto done;
+    /* One dataset, one namespace: the loader reads its objects from one. */
+    char ns[SOPHON_NAMESPACE_MAX], theirs[SOPHON_NAMESPACE_MAX + 16],
+        these[SOPHON_NAMESPACE_MAX + 16];
+    const char *mine = a.c.nspace != NULL ? a.c.nspace : "";
+    if (sophon__index_namespace(a.c.io, a.dataset, ns) == 0 && strcmp(ns, mine) != 0) {
+        cli_error(&a.c,
+                  "dataset %s's objects are in %s, these would go to %s: put them with %s%s, or "
+                  "into a dataset of their own (--dataset)",
+                  a.dataset, namespace_name(theirs, sizeof(theirs), ns),
+                  namespace_name(these, sizeof(these), mine), ns[0] ? "-N " : "no -N", ns);
+        cli_disconnect(&a.c);
+        goto done;
+    }
     memset(&run, 0, sizeof(run));
     run.c = &a.c;
     run.jobs = a.jobs;
     secs = store_files(&run, &files);
     if (secs >= 0) {
         r = register_objects(&a.c, a.dataset, &files, a.labels);
+        if (r == 0)
+            r = sophon__index_write_namespace(a.c.io, a.dataset);
         if (r < 0) {
             cli_error(&a.c, "registering the objects in dataset %s failed: %s", a.dataset,
                       strerror(-r));

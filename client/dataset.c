@@ -155,20 +155,18 @@ int sophon__index_write(rados_ioctx_t io, const char *dataset,
     return r;
 }
 
-int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed)
+/* Sets one key of the index's omap. */
+static int index_set(rados_ioctx_t io, const char *dataset, const char *key, const char *val)
 {
-    char oid[256], val[96];
+    char oid[256];
     rados_ioctx_t iio;
     int r = sophon__index_oid(oid, sizeof(oid), dataset);
     if (r < 0)
         return r;
     if ((r = index_io(io, &iio)) < 0)
         return r;
-    snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
-             client_speed);
-    const char *keys[] = {"@profile"}, *vals[] = {val};
-    size_t klen[] = {8}, vlen[] = {strlen(val)};
+    const char *keys[] = {key}, *vals[] = {val};
+    size_t klen[] = {strlen(key)}, vlen[] = {strlen(val)};
     rados_write_op_t op = rados_create_write_op();
     if (op == NULL) {
         rados_ioctx_destroy(iio);
@@ -179,6 +177,24 @@ int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double st
     rados_release_write_op(op);
     rados_ioctx_destroy(iio);
     return r;
+}
+
+int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
+                                double client_speed)
+{
+    char val[96];
+    snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
+             client_speed);
+    return index_set(io, dataset, "@profile", val);
+}
+
+int sophon__index_write_namespace(rados_ioctx_t io, const char *dataset)
+{
+    char ns[SOPHON_NAMESPACE_MAX];
+    int r = rados_ioctx_get_namespace(io, ns, sizeof(ns));
+    if (r < 0)
+        return r;
+    return index_set(io, dataset, "@namespace", ns);
 }
 
 /* Calls fn for every key with prefix (the prefix stripped from the key), in key order. */
@@ -354,6 +370,54 @@ static int add_profile(void *arg, const char *key, size_t klen, const char *val,
             ds->client_speed = speed;
     }
     return 0;
+}
+
+static int copy_namespace(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
+{
+    char *buf = arg;
+    (void)key;
+    (void)klen;
+    if (vlen >= SOPHON_NAMESPACE_MAX)
+        return -ENAMETOOLONG;
+    memcpy(buf, val, vlen);
+    buf[vlen] = '\0';
+    return 0;
+}
+
+int sophon__index_namespace(rados_ioctx_t io, const char *dataset, char *buf)
+{
+    buf[0] = '\1'; /* no namespace has it: "not recorded" until a key says otherwise */
+    int r = omap_each(io, dataset, "@namespace", copy_namespace, buf);
+    if (r == 0 && buf[0] == '\1')
+        r = -ENOENT;
+    return r;
+}
+
+int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const char *given,
+                                  char *err, size_t errlen)
+{
+    char ns[SOPHON_NAMESPACE_MAX];
+    int r = sophon__index_namespace(io, dataset, ns);
+    if (r == -ENOENT)
+        return 0; /* nothing recorded (put before 0.3, a --list dataset): as given */
+    if (r < 0)
+        return r;
+    if (given == NULL) {
+        rados_ioctx_set_namespace(io, ns[0] != '\0' ? ns : NULL);
+        return 0;
+    }
+    if (strcmp(given, ns) == 0)
+        return 0;
+    if (ns[0] != '\0')
+        sophon__seterr(err, errlen,
+                       "dataset %s's objects are in namespace '%s' (sophon put -N %s), not '%s': "
+                       "give -N %s, or none",
+                       dataset, ns, ns, given, ns);
+    else
+        sophon__seterr(err, errlen,
+                       "dataset %s's objects are in the default namespace, not '%s': leave -N out",
+                       dataset, given);
+    return -EXDEV;
 }
 
 static int by_class(const void *a, const void *b)

@@ -7,6 +7,7 @@
  *     o/OBJ     -> label (ImageFolder class, the object's first path component) or ""
  *     r/OBJ     -> the object's record: one line of sophon-records CSV (selector.h), no header
  *     s/OBJ     -> "SIZE MTIME" of the object the record was made from (incremental profiles)
+ *     @namespace -> the RADOS namespace `sophon put` stored the objects in ("" the default)
  *     @profile  -> "storage_speed=X\nclient_speed=Y\n": the speeds at which an OSD core and the
  *                  profiling client ran the cost model's CPU on a sample (model s / measured s)
  * Every client of the dataset reads the same index, so records made once serve all of them.
@@ -51,6 +52,24 @@ int sophon__index_oid(char *buf, size_t len, const char *dataset);
  * the index's namespace is set and restored around the writes. Returns 0 or a negative errno. */
 int sophon__index_write(rados_ioctx_t io, const char *dataset,
                         const struct sophon_index_entry *entries, size_t n);
+
+/* Room for a namespace's name, with its terminating 0. */
+#define SOPHON_NAMESPACE_MAX 256
+
+/* Records io's namespace as the one of the dataset's objects (sophon put). */
+int sophon__index_write_namespace(rados_ioctx_t io, const char *dataset);
+
+/* The namespace of the dataset's objects into buf (SOPHON_NAMESPACE_MAX bytes, "" the default):
+ * 0, -ENOENT where none was recorded (put before 0.3, a dataset of --list), or < 0. */
+int sophon__index_namespace(rados_ioctx_t io, const char *dataset, char *buf);
+
+/*
+ * Points io at the namespace of the dataset's objects: the recorded one where `given` is NULL
+ * (no -N), `given` itself where it is the recorded one or nothing is recorded. Returns 0, -EXDEV
+ * where `given` is another namespace (err says which to give), or < 0 reading the index.
+ */
+int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const char *given,
+                                  char *err, size_t errlen);
 
 /* Writes the profile's calibration: the speeds of an OSD core and of this client against the
  * cost model. */

@@ -1245,7 +1245,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     r = connect_pool(l, conf, client_id, pool);
     if (r < 0)
         goto fail;
-    r = sophon__dataset_read(&l->ds, l->io, dataset, err, sizeof(err));
+    /* The objects where `sophon put` stored them: the recorded namespace where none was given. */
+    r = sophon__dataset_use_namespace(l->io, dataset, l->o.nspace, err, sizeof(err));
+    if (r == 0)
+        r = sophon__dataset_read(&l->ds, l->io, dataset, err, sizeof(err));
     if (r < 0) {
         say(l, "dataset %s: %s", dataset, err[0] ? err : strerror(-r));
         goto fail;

@@ -552,8 +552,14 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
         return -1;
     }
     if (r < 0) {
-        char what[300];
-        snprintf(what, sizeof(what), "cannot open dataset %s in pool %s", dataset, pool);
+        char what[600];
+        if (r == -EXDEV)
+            snprintf(what, sizeof(what),
+                     "cannot open dataset %s in pool %s: its objects are not in namespace '%s' "
+                     "(the message above says where; leave namespace out to read them there)",
+                     dataset, pool, nspace ? nspace : "");
+        else
+            snprintf(what, sizeof(what), "cannot open dataset %s in pool %s", dataset, pool);
         raise_errno(r, what, NULL);
         return -1;
     }

@@ -103,7 +103,7 @@ enum sophon_loader_stage {
  *      gets their defaults: RandomResizedCrop(224) with ImageNet's normalization.
  *   4  appends stages. An older caller gets every stage.
  *   5  appends prefetch. An older caller gets the default.
- *   6  appends nspace. An older caller reads the pool's default namespace, as it did.
+ *   6  appends nspace. An older caller gets NULL: the namespace the dataset was put in.
  */
 #define SOPHON_LOADER_OPTIONS_VERSION 6
 
@@ -175,9 +175,10 @@ struct sophon_loader_options {
                         * ring at the budget's OSD cores */
     /* Version 6. */
     const char *nspace; /* the RADOS namespace of the dataset's objects within the pool (sophon
-                         * put -N); NULL (the default): the default namespace. The dataset's
-                         * index is the pool's whatever the namespace (dataset names are the
-                         * pool's) */
+                         * put -N); NULL (the default): the one `sophon put` recorded in the
+                         * dataset's index, else the default namespace. Another one than put
+                         * recorded fails the open with -EXDEV (the log says which). The index
+                         * is the pool's whatever the namespace (dataset names are the pool's) */
 };
 
 /* clang-format off */

@@ -112,7 +112,8 @@ class Loader:
     together cover it exactly once.
 
     conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin;
-    namespace is the RADOS namespace the objects were put in (`sophon put -N`; None: the default).
+    namespace is the RADOS namespace the objects were put in (`sophon put -N`; None: the one put
+    recorded in the dataset's index; another one raises OSError EXDEV).
     threads 0 means one worker per online CPU; window is the RADOS operations in flight;
     prefetch the batches prepared ahead of the one being consumed (0: the loader chooses per
     epoch, at least 1 + window / batch_size, more where the plan's longest preparation in the

@@ -90,18 +90,25 @@ done
 cmp -s "$work/full/epoch-0.index" "$work/full/epoch-1.index" &&
     bad "epoch 1 has the order of epoch 0" || ok "each epoch has its own order"
 
-# Ranks share one job plan: two ranks of 100 Mbit/s and 1 client core each, sharing 1 OSD core,
-# plan what one process of 200 Mbit/s and 2 cores plans, each predicting its own shard.
+# Ranks share one job plan: two ranks of 100 Mbit/s and 1 client core each, sharing 0.2 OSD
+# cores, plan what one process of 200 Mbit/s and 2 cores plans, each predicting and offloading
+# its own shard of it. Sophon's rule, whose plan depends on the budget alone: selective's
+# also weighs its candidates by the pipeline's simulation of each rank's shard (choose_plan),
+# which is not the same for one process of 48 samples as for two of 24, so near ties can go
+# another way there (seen in this test under load: 12.0 MB planned alone, 2 x 3.6 MB as ranks).
 pred() { grep -o ' predicted=[0-9]*' "$1" | head -1 | cut -d= -f2; }
-load "$work/job" "$work/job.log" --policy selective --net 200Mbit --storage-cores 1 \
+offl() { grep -o ' offloaded=[0-9]*' "$1" | head -1 | cut -d= -f2; }
+load "$work/job" "$work/job.log" --policy sophon --net 200Mbit --storage-cores 0.2 \
     --client-cores 2 &&
-    load "$work/r0" "$work/r0.log" --policy selective --net 100Mbit --storage-cores 1 \
+    load "$work/r0" "$work/r0.log" --policy sophon --net 100Mbit --storage-cores 0.2 \
         --client-cores 1 --shard 0/2 &&
-    load "$work/r1" "$work/r1.log" --policy selective --net 100Mbit --storage-cores 1 \
+    load "$work/r1" "$work/r1.log" --policy sophon --net 100Mbit --storage-cores 0.2 \
         --client-cores 1 --shard 1/2 || bad "job loads failed"
+job_off=$(offl "$work/job.log")
 [ $(($(pred "$work/r0.log") + $(pred "$work/r1.log"))) = "$(pred "$work/job.log")" ] &&
-    [ "$(pred "$work/r0.log")" != "$(pred "$work/job.log")" ] &&
-    ok "two ranks take their shards of one job plan: predicted bytes add up" ||
+    [ $(($(offl "$work/r0.log") + $(offl "$work/r1.log"))) = "$job_off" ] &&
+    [ "$job_off" -gt 0 ] && [ "$job_off" -lt "$n" ] &&
+    ok "two ranks take their shards of one job plan ($job_off of $n offloaded): predicted bytes add up" ||
     { bad "predicted: job $(pred "$work/job.log"), ranks $(pred "$work/r0.log") + $(pred "$work/r1.log")"
       grep -h '^stats:\|^  planner' "$work/job.log" "$work/r0.log" "$work/r1.log"; cat "$work"/job.log.err "$work"/r[01].log.err; }
 
@@ -185,7 +192,7 @@ for i in 0 1 2; do
     cp "${files[$((i + 3))]}" "$work/ns-own/c/$i.jpg"
 done
 own_bytes=$(cat "$work"/ns-own/c/*.jpg | wc -c)
-"$sophon" put --id sophon -p "$pool" "$work/ns-default" >/dev/null &&
+"$sophon" put --id sophon -p "$pool" --dataset "$nsds.default" "$work/ns-default" >/dev/null &&
     "$sophon" put --id sophon -p "$pool" -N "$ns" --dataset "$nsds" --labels-from-dirs \
         "$work/ns-own" >/dev/null &&
     "$sophon" profile --id sophon -p "$pool" -N "$ns" --dataset "$nsds" --sample 0 >/dev/null ||
@@ -200,11 +207,26 @@ grep -q "^stats: .* samples=3 failed=0 bytes=$own_bytes " "$work/ns-none.log" &&
 cmp -s "$work/ns-none/epoch-0.data" "$work/ns-resize/epoch-0.data" &&
     grep -q "^stats: .* samples=3 failed=0 .* offloaded=3 " "$work/ns-resize.log" &&
     ok "and prepares them in the OSDs from the namespace" || bad "load -N, resize: $(grep ^stats: "$work/ns-resize.log")"
+# The index knows the namespace put used: load and profile without -N go there, another -N or
+# another put into the dataset elsewhere is refused, naming the namespace to give.
+"$sophon" load --id sophon -p "$pool" --dataset "$nsds" --policy none --discard --net 100Mbit \
+    --storage-cores 1 >"$work/ns-adopt.log" 2>&1 &&
+    grep -q "^stats: .* samples=3 failed=0 bytes=$own_bytes " "$work/ns-adopt.log" &&
+    ok "load without -N reads the namespace the dataset was put in" ||
+    bad "load without -N: $(tail -3 "$work/ns-adopt.log")"
+expect "load with another -N explains which to give" 1 "objects are in namespace '$ns'.*give -N $ns" \
+    "$sophon" load --id sophon -p "$pool" -N other --dataset "$nsds" --policy none --discard
+expect "profile without -N finds the objects" 0 "3 objects; 0 profiled \(new or changed\), 3 unchanged" \
+    "$sophon" profile --id sophon -p "$pool" --dataset "$nsds" --sample 0
+expect "put into the dataset in another namespace is refused" 1 \
+    "objects are in namespace '$ns', these would go to the default namespace: put them with -N $ns" \
+    "$sophon" put --id sophon -p "$pool" --dataset "$nsds" "$work/ns-default"
 for i in 0 1 2; do
     rados -p "$pool" rm "c/$i.jpg"
     rados -p "$pool" -N "$ns" rm "c/$i.jpg"
 done
 rados -p "$pool" -N .sophon rm "dataset.$nsds"
+rados -p "$pool" -N .sophon rm "dataset.$nsds.default"
 
 find "$work/$ds" -type f | sed "s|^$work/$ds/||" | while read -r o; do rados -p "$pool" rm "$o"; done
 rados -p "$pool" -N .sophon rm "dataset.$ds"

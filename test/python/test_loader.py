@@ -6,6 +6,7 @@ cover an epoch exactly once; set_epoch; one thread at a time; close and garbage 
 three training steps of a torchvision resnet18 from a DataLoader over the dataset."""
 
 import collections
+import errno
 import gc
 import os
 import subprocess
@@ -128,9 +129,16 @@ def main():
         with sophon.Loader(pool, nsds, client_id="sophon", namespace=name, policy="none",
                            format="u8") as l:
             errors[name] = [int(e) for b in l.batches(seed=1, epoch=0) for e in b.errors]
-    check(errors[ns] == [0] * 4 and len(errors[None]) == 4 and all(e < 0 for e in errors[None]),
-          f"namespace= reads the namespace's objects (errors {errors[ns]}; without it "
-          f"{errors[None]})")
+    check(errors[ns] == [0] * 4 and errors[None] == [0] * 4,
+          f"namespace= reads the namespace's objects, and without it the one the dataset was put "
+          f"in (errors {errors[ns]}, {errors[None]})")
+    try:
+        sophon.Loader(pool, nsds, client_id="sophon", namespace="elsewhere").close()
+        refused, code = "opened", 0
+    except OSError as e:
+        refused, code = str(e), e.errno
+    check(code == errno.EXDEV and "namespace 'elsewhere'" in refused,
+          f"another namespace is refused: {refused}")
     for f in files[:4]:
         subprocess.run(["rados", "-p", pool, "-N", ns, "rm", "nsonly/" + f.replace("/", "_")],
                        check=False, env=cli_env)

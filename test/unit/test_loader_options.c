@@ -254,7 +254,7 @@ static void test_versions(void **state)
                      0);
     assert_string_equal(o.stages, "stored,u8");
     assert_int_equal(o.prefetch, 0);
-    /* A version 5 caller's struct ends before nspace: the default namespace. */
+    /* A version 5 caller's struct ends before nspace: NULL, the namespace put recorded. */
     init.prefetch = 7;
     assert_int_equal(resolve_older(&o, &init, 5, offsetof(struct sophon_loader_options, nspace)),
                      0);
