@@ -379,7 +379,8 @@ static int copy_namespace(void *arg, const char *key, size_t klen, const char *v
     (void)klen;
     if (vlen >= SOPHON_NAMESPACE_MAX)
         return -ENAMETOOLONG;
-    memcpy(buf, val, vlen);
+    if (vlen > 0) /* the default namespace's "" may come as no buffer at all */
+        memcpy(buf, val, vlen);
     buf[vlen] = '\0';
     return 0;
 }
