@@ -552,7 +552,7 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
         return -1;
     }
     if (r < 0) {
-        char what[600];
+        char what[400];
         if (r == -EXDEV)
             snprintf(what, sizeof(what),
                      "cannot open dataset %s in pool %s: its objects are not in namespace '%s' "
