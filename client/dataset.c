@@ -399,16 +399,17 @@ int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const c
 {
     char ns[SOPHON_NAMESPACE_MAX];
     int r = sophon__index_namespace(io, dataset, ns);
-    if (r == -ENOENT)
-        return 0; /* nothing recorded (put before 0.3, a --list dataset): as given */
+    if (r == -ENOENT) {
+        /* Nothing recorded (put before 0.3, a --list dataset): as given. */
+        rados_ioctx_set_namespace(io, given);
+        return 0;
+    }
     if (r < 0)
         return r;
-    if (given == NULL) {
+    if (given == NULL || strcmp(given, ns) == 0) {
         rados_ioctx_set_namespace(io, ns[0] != '\0' ? ns : NULL);
         return 0;
     }
-    if (strcmp(given, ns) == 0)
-        return 0;
     if (ns[0] != '\0')
         sophon__seterr(err, errlen,
                        "dataset %s's objects are in namespace '%s' (sophon put -N %s), not '%s': "

@@ -1182,10 +1182,7 @@ static int connect_pool(struct sophon_loader *l, const char *conf, const char *c
         l->cluster = NULL;
         return r;
     }
-    r = rados_ioctx_create(l->cluster, pool, &l->io);
-    if (r == 0 && l->o.nspace != NULL)
-        rados_ioctx_set_namespace(l->io, l->o.nspace);
-    return r;
+    return rados_ioctx_create(l->cluster, pool, &l->io);
 }
 
 /* The mtime of each record's object when it was profiled, from the index's stamps (both lists
