@@ -258,6 +258,30 @@ static int load_records(struct plan_args *a, sophon_records **set)
     return 0;
 }
 
+/* The policies that place every object alike, whatever it is. */
+static int is_static(int policy)
+{
+    return policy == SOPHON_POLICY_NONE || policy == SOPHON_POLICY_ALL ||
+           policy == SOPHON_POLICY_RESIZE;
+}
+
+/* Selective's LP bound: no placement of the stages offered models a shorter epoch, so it caps
+ * what any plan can gain over sophon's rule and the static policies (in the model). Printed
+ * when selective was planned (bound_s > 0), with the ratios of the others planned. */
+static void print_bound(double bound_s, double sophon_s, int static_p, double static_s)
+{
+    if (bound_s <= 0)
+        return;
+    printf("%-10s %52.2f  no plan of these stages models a shorter epoch (LP bound)", "bound",
+           bound_s);
+    if (sophon_s > 0)
+        printf("; sophon's rule %.2fx it", sophon_s / bound_s);
+    if (static_p >= 0)
+        printf(", the best static policy (%s) %.2fx", sophon_policy_name(static_p),
+               static_s / bound_s);
+    putchar('\n');
+}
+
 /* Prints the budget and one row per policy planned (every one with --compare); *chosen gets the
  * plan of the policy asked for, NULL if it is not possible. */
 static void print_plans(const struct plan_args *a, const sophon_records *set,
@@ -279,6 +303,8 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;
+    double bound_s = 0, sophon_s = 0, static_s = 0;
+    int static_p = -1;
     for (int p = 0; p < SOPHON_POLICY_COUNT; p++) {
         struct sophon_plan *plan = NULL;
         int r;
@@ -293,11 +319,20 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
             continue;
         }
         print_row(plan);
+        if (p == SOPHON_POLICY_SELECTIVE)
+            bound_s = plan->lower_bound_s;
+        else if (p == SOPHON_POLICY_SOPHON)
+            sophon_s = plan->epoch_s;
+        else if (is_static(p) && (static_p < 0 || plan->epoch_s < static_s)) {
+            static_p = p;
+            static_s = plan->epoch_s;
+        }
         if (p == a->policy)
             *chosen = plan;
         else
             sophon_plan_free(plan);
     }
+    print_bound(bound_s, sophon_s, static_p, static_s);
 }
 
 /* The chosen plan's objects per stage. */

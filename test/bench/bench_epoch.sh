@@ -5,7 +5,10 @@
 # the measured epoch (median of EPOCHS), the planner's, bytes, the OSDs' CPU (their cgroup's, per
 # epoch) and the ratios to none and to sophon's rule; then selective with its budget measured
 # (no --net, no --storage-cores), and two ranks at once (each with half the link) sharing the
-# OSDs. Prints markdown tables and writes RESULTS/epochs.csv and RESULTS/epochs.png (measured
+# OSDs. Per cell also `sophon plan --compare` under the true budget: selective's LP bound (no
+# placement of the stages models a shorter epoch) and whether storage binds (the oracle's OSD
+# time over its link's). Prints markdown tables, then how many cells meet each of issue 13's
+# targets, and writes RESULTS/epochs.csv, RESULTS/plans.csv and RESULTS/epochs.png (measured
 # against modelled, every run). Needs root (the testbed). The grid comes from the environment:
 #   RATES     link rates (default "50Mbit 100Mbit 200Mbit 500Mbit")
 #   CAPS      OSD caps in cores (default "0.1 0.25 0.5 1.0")
@@ -51,6 +54,20 @@ done
 mkdir -p "$results"
 csv=$results/epochs.csv
 echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup" >"$csv"
+plans=$results/plans.csv
+echo "dataset,rate,cap,policy,net_s,storage_s,epoch_s" >"$plans"
+# plan DATASET: `sophon plan --compare` under the cell's true budget (the profile's speeds, as the
+# loaders' first epochs plan), every policy's modelled resources and selective's LP bound (the
+# shortest epoch any placement of the stages can model) into plans.csv.
+plan() {
+    on_client "$sophon" plan --id sophon -p "$pool" --dataset "$1" --net "$rate" \
+        --storage-cores "$cap" --client-cores 1 --format f32 --compare >"$work/plan.txt" 2>&1 ||
+        { cat "$work/plan.txt" >&2; return 1; }
+    awk -v ds="$1" -v rate="$rate" -v cap="$cap" '
+        $1 == "bound" { printf "%s,%s,%s,bound,0,0,%s\n", ds, rate, cap, $2 }
+        NF == 7 && $1 ~ /^(none|all|resize|sophon|selective|oracle)$/ {
+            printf "%s,%s,%s,%s,%s,%s,%s\n", ds, rate, cap, $1, $3, $4, $6 }' "$work/plan.txt" >>"$plans"
+}
 # load RUN-NAME DATASET LOAD-ARGS...: one `sophon load`, its stats lines into the CSV with the
 # cgroup's CPU per epoch.
 load() {
@@ -71,6 +88,7 @@ for ds in $datasets; do
         for cap in $caps; do
             "$vstart" start --build "$build" --dir "$dir" --pool "$pool" --osds 3 --net "$rate" \
                 --osd-cores "$cap" >/dev/null
+            plan "$ds"
             for p in $policies; do
                 progress "$ds $rate cap $cap: $p"
                 load true "$ds" --policy "$p" --net "$rate" --storage-cores "$cap"
@@ -91,10 +109,17 @@ for ds in $datasets; do
     done
 done
 progress ""
-/usr/bin/python3 - "$csv" "$results/epochs.png" "$epochs" <<'PY'
+/usr/bin/python3 - "$csv" "$results/epochs.png" "$epochs" "$plans" <<'PY'
 import csv, statistics, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))
+planned = defaultdict(dict)
+for r in csv.DictReader(open(sys.argv[4])):
+    planned[(r["dataset"], r["rate"], r["cap"])][r["policy"]] = r
+targets = defaultdict(lambda: [0, 0])  # name: [met, cells]
+def target(name, ok):
+    targets[name][0] += bool(ok)
+    targets[name][1] += 1
 cells = defaultdict(lambda: defaultdict(list))
 for r in rows:
     cells[(r["dataset"], r["rate"], r["cap"])][(r["run"], r["policy"])].append(r)
@@ -111,6 +136,8 @@ for (ds, rate, cap), runs in cells.items():
             continue
         s, m = med(rs, "seconds"), med(rs, "model_s")
         errs.append((s, m, pol))
+        target("model within 10% of the measured epoch (median)", abs(m / s - 1) <= 0.10)
+        target("last epoch within 1.05x of the first", float(rs[-1]["seconds"]) <= 1.05 * float(rs[0]["seconds"]))
         print("| %s%s | %.2f | %.2f | %.2f | %+.0f%% | %.2f | %s | %s | %.2f |" % (
             pol, " (measured budget)" if run == "measured" else "", med(rs, "bytes") / 1e6, s, m,
             100 * (m / s - 1), float(rs[0]["osd_cpu_cgroup"]),
@@ -123,9 +150,36 @@ for (ds, rate, cap), runs in cells.items():
         print("| two ranks, selective | %.2f | %.2f (wall, %s epochs) | %s | | %.2f (%.2f cores, cap %s) | | | |" % (
             sum(float(r["bytes"]) for k in ("rank0", "rank1") for r in runs.get((k, "selective"), [])) / 1e6 / int(sys.argv[3]),
             wall, sys.argv[3], "%.2f" % med(r0, "model_s") if r0 else "-", cpu, cpu / wall, cap))
+        target("two ranks within the OSD cap", cpu / wall <= float(cap) * 1.02)
+    true = {pol: med(rs, "seconds") for (run, pol), rs in runs.items() if run == "true"}
+    sel = true.get("selective")
+    if sel and len(true) > 1:
+        target("selective within 1.05x of the best other policy", sel <= 1.05 * min(v for p, v in true.items() if p != "selective"))
+    if sel and ("measured", "selective") in runs:
+        target("selective, budget measured, within 5% of the true budget's", abs(med(runs[("measured", "selective")], "seconds") / sel - 1) <= 0.05)
+    pl = planned.get((ds, rate, cap), {})
+    if "bound" in pl and "oracle" in pl:
+        bound, orc = float(pl["bound"]["epoch_s"]), pl["oracle"]
+        binds = float(orc["storage_s"]) > float(orc["net_s"])
+        statics = [float(pl[p]["epoch_s"]) for p in ("none", "all", "resize") if p in pl]
+        print("\nplanned (`sophon plan`, the profile's speeds): no placement models under %.2f s (LP bound);"
+              " sophon's rule %s it, the best static policy %s; the oracle's OSD time %.2f s against its link's %.2f s%s" % (
+              bound, "%.2fx" % (float(pl["sophon"]["epoch_s"]) / bound) if "sophon" in pl else "-",
+              "%.2fx" % (min(statics) / bound) if statics else "-", float(orc["storage_s"]), float(orc["net_s"]),
+              ": storage binds" if binds else ""))
+        if binds and "sophon" in pl:
+            target("where storage binds: 1.3x over sophon's rule possible at all (its model / the LP bound)",
+                   float(pl["sophon"]["epoch_s"]) >= 1.3 * bound)
+        if binds and sel and "sophon" in true:
+            target("where storage binds: selective 1.3x faster than sophon's rule", true["sophon"] >= 1.3 * sel)
+        st = [true[p] for p in ("none", "all", "resize") if p in true]
+        if binds and sel and st:
+            target("where storage binds: selective 1.5x faster than the best static policy", min(st) >= 1.5 * sel)
+if targets:
+    print("\nissue 13's targets, cells (or runs) that meet them:\n")
+    for name, (met, n) in targets.items():
+        print(f"- {name}: {met} of {n}")
 if errs:
-    within = sum(abs(m / s - 1) <= 0.10 for s, m, _ in errs)
-    print(f"\nmodel within 10% of the measured epoch: {within} of {len(errs)} runs")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
