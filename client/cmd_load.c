@@ -156,12 +156,14 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
                (double)st->bytes_by_stage[s] / 1e6, (unsigned long long)st->samples_by_stage[s]);
     printf(", %s %.2f MB (%llu)", sophon_stage_name(SOPHON_LOADER_STAGE_CROP),
            (double)st->crop_bytes / 1e6, (unsigned long long)st->crop_samples);
-    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu, %llu read as stored not to keep "
-           "the link waiting; retries %llu, fallbacks %llu (%llu declined by busy OSDs)%s\n",
+    printf("\n  offloaded %llu of %llu (%.0f%%), planned %zu, %llu started ahead of their turn, "
+           "%llu read as stored not to keep the link waiting; retries %llu, fallbacks %llu (%llu "
+           "declined by busy OSDs)%s\n",
            (unsigned long long)st->offloaded, (unsigned long long)total,
            total ? 100.0 * (double)st->offloaded / (double)total : 0.0, st->planned_offloaded,
-           (unsigned long long)st->demoted, (unsigned long long)st->retries,
-           (unsigned long long)st->fallbacks, (unsigned long long)st->declined,
+           (unsigned long long)st->ahead, (unsigned long long)st->demoted,
+           (unsigned long long)st->retries, (unsigned long long)st->fallbacks,
+           (unsigned long long)st->declined,
            st->class_available ? "" : " (class unavailable: local path)");
     double dev = st->predicted_bytes
                      ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
@@ -188,7 +190,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
            "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
            "osd_cores_measured=%d demoted=%llu prefetch=%u osd_process=%.3f osd_op_ms=%.4f "
-           "osd_op_measured=%d clock_start=%.3f clock_end=%.3f\n",
+           "osd_op_measured=%d ahead=%llu clock_start=%.3f clock_end=%.3f\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -198,7 +200,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (unsigned long long)st->predicted_crop_bytes, st->bandwidth_Bps * 8 / 1e6,
            st->bandwidth_measured, st->storage_cores, st->storage_measured,
            (unsigned long long)st->demoted, st->prefetch, (double)st->osd_process_ns / 1e9,
-           st->osd_op_s * 1e3, st->osd_op_measured, t0, t1);
+           st->osd_op_s * 1e3, st->osd_op_measured, (unsigned long long)st->ahead, t0, t1);
 }
 
 enum {

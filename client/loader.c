@@ -63,6 +63,9 @@ struct slot {
     int stage;   /* what this attempt asks the OSD for: STORED (a plain read), CROP, U8 or F32 */
     int planned; /* the plan's stage */
     int demoted; /* planned in the OSD, read as stored by the controller (control.h) */
+    int ahead;   /* issued ahead of its turn, in epoch gen (the in-order pass skips it) */
+    int ahead_inflight; /* ... and counted in the loader's ahead_inflight until it completes */
+    uint64_t gen;
     uint64_t expect_bytes; /* the response the plan expects for this attempt's stage */
     double osd_model_s;    /* the attempt's modelled OSD CPU, seconds on the OSDs' cores */
     unsigned attempts;
@@ -133,6 +136,11 @@ struct sophon_loader {
     double *ctl_cpu;
     uint64_t issued, delivered, released;
     unsigned inflight, busy;
+    /* Preparations issued ahead of their turn (issue_ahead): at most SOPHON__AHEAD in flight
+     * (ahead_inflight, counted in inflight too but not in the window), the next position to
+     * look at, and the epoch's generation that tells this epoch's slots from older ones. */
+    unsigned ahead_inflight;
+    uint64_t ahead_next, gen;
     struct slot *slots;
     size_t nslots;
     unsigned nbufs_cap; /* batch buffers allocated: the deepest ring so far */
@@ -226,6 +234,10 @@ static void on_complete(rados_completion_t c, void *arg)
     pthread_mutex_lock(&l->mu);
     s->rc = r;
     l->inflight--;
+    if (s->ahead_inflight) {
+        s->ahead_inflight = 0;
+        l->ahead_inflight--;
+    }
     l->inflight_bytes -= s->expect_bytes;
     enqueue_work(l, s);
     pthread_cond_signal(&l->cv_disp);
@@ -294,6 +306,10 @@ failed:
     pthread_mutex_lock(&l->mu);
     s->rc = r;
     l->inflight--;
+    if (s->ahead_inflight) {
+        s->ahead_inflight = 0;
+        l->ahead_inflight--;
+    }
     l->inflight_bytes -= s->expect_bytes;
     enqueue_work(l, s);
     pthread_mutex_unlock(&l->mu);
@@ -367,7 +383,8 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
     unsigned seen = 0;
     /* The slots in flight hold positions released..issued) of the ring; from the newest, where
      * they are, until all of them are counted (s is not yet). */
-    for (uint64_t p = l->issued; p > l->released && seen < l->inflight; p--) {
+    uint64_t top = l->ahead_next > l->issued ? l->ahead_next : l->issued;
+    for (uint64_t p = top; p > l->released && seen < l->inflight; p--) {
         const struct slot *o = &l->slots[(p - 1) % l->nslots];
         if (o == s || o->state != SLOT_INFLIGHT)
             continue;
@@ -396,6 +413,73 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
     return sophon__control_demote(&in);
 }
 
+/* Fills slot s for position pos of the epoch: the sample, its plan's stage and its request, and
+ * the stage this attempt asks for (mu held). */
+static void slot_start(struct sophon_loader *l, struct slot *s, uint64_t pos)
+{
+    memset(s, 0, sizeof(*s));
+    s->l = l;
+    s->pos = pos;
+    s->gen = l->gen;
+    s->index = l->order[pos];
+    s->planned = l->plan->stage[s->index];
+    const struct sophon_record *rec = record(l, s->index);
+    if (!geometry_unknown(rec))
+        s->params_rc = sample_params(l, s->index, rec->width, rec->height, &s->p);
+    /* What the class's wire version cannot carry is prepared here. */
+    s->stage = l->class_ok && !geometry_unknown(rec) && sophon_request_fits(&s->p, l->wire)
+                   ? s->planned
+                   : SOPHON_STAGE_STORED;
+    if (s->stage != SOPHON_STAGE_STORED)
+        s->osd_model_s = l->plan->storage_cpu_s[s->index] / osd_speed(l);
+}
+
+/* Whether position pos (not yet issued in order) was issued ahead this epoch (mu held). */
+static int issued_ahead(const struct sophon_loader *l, uint64_t pos)
+{
+    const struct slot *s = &l->slots[pos % l->nslots];
+    return s->ahead && s->gen == l->gen && s->pos == pos;
+}
+
+/*
+ * Preparations issued ahead of their turn (mu held): the in-order pass issues at most the window
+ * of operations, and a sample prepared in an OSD late in that order starts only when the window
+ * reaches it; a long one (a 16 MB photo at 0.1 OSD cores runs for seconds) then holds its batch,
+ * and the ring behind it, while the OSDs had idled earlier. So besides the window, up to
+ * SOPHON__AHEAD operations of the next samples the plan prepares in the OSDs, anywhere in the ring
+ * past the in-order pass, are started ahead; their responses go to the workers when they come
+ * (their batch's buffer is the ring's already). Adds them to out[], returns how many.
+ */
+static size_t issue_ahead(struct sophon_loader *l, struct slot **out)
+{
+    size_t k = 0, b = l->o.batch_size;
+    uint64_t end = (l->released / b + l->nbufs) * b;
+    if (end > l->m)
+        end = l->m;
+    if (l->ahead_next < l->issued)
+        l->ahead_next = l->issued;
+    while (l->ahead_inflight < SOPHON__AHEAD && l->ahead_next < end) {
+        uint64_t pos = l->ahead_next++;
+        if (l->plan->stage[l->order[pos]] == SOPHON_STAGE_STORED)
+            continue;
+        struct slot *s = &l->slots[pos % l->nslots];
+        slot_start(l, s, pos);
+        if (s->stage == SOPHON_STAGE_STORED) {
+            s->ahead = 0; /* read in order */
+            continue;
+        }
+        s->ahead = s->ahead_inflight = 1;
+        s->state = SLOT_INFLIGHT;
+        s->expect_bytes = expected_bytes(l, s);
+        l->inflight++;
+        l->ahead_inflight++;
+        l->inflight_bytes += s->expect_bytes;
+        l->st.ahead++;
+        out[k++] = s;
+    }
+    return k;
+}
+
 static void *dispatcher_main(void *arg)
 {
     struct sophon_loader *l = arg;
@@ -420,28 +504,18 @@ static void *dispatcher_main(void *arg)
                 l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
-            while (l->inflight < l->o.window && can_issue(l)) {
+            while (can_issue(l) &&
+                   (l->inflight - l->ahead_inflight < l->o.window || issued_ahead(l, l->issued))) {
                 struct slot *s = &l->slots[l->issued % l->nslots];
-                const struct sophon_record *rec;
-                memset(s, 0, sizeof(*s));
-                s->l = l;
-                s->pos = l->issued++;
-                s->index = l->order[s->pos];
-                s->planned = l->plan->stage[s->index];
-                rec = record(l, s->index);
-                if (!geometry_unknown(rec))
-                    s->params_rc = sample_params(l, s->index, rec->width, rec->height, &s->p);
-                /* What the class's wire version cannot carry is prepared here. */
-                s->stage =
-                    l->class_ok && !geometry_unknown(rec) && sophon_request_fits(&s->p, l->wire)
-                        ? s->planned
-                        : SOPHON_STAGE_STORED;
-                if (s->stage != SOPHON_STAGE_STORED) {
-                    s->osd_model_s = l->plan->storage_cpu_s[s->index] / osd_speed(l);
-                    if (l->control && control_demotes(l, s, rec)) {
-                        s->stage = SOPHON_STAGE_STORED;
-                        s->demoted = 1;
-                    }
+                if (issued_ahead(l, l->issued)) {
+                    l->issued++;
+                    continue;
+                }
+                slot_start(l, s, l->issued++);
+                if (s->stage != SOPHON_STAGE_STORED && l->control &&
+                    control_demotes(l, s, record(l, s->index))) {
+                    s->stage = SOPHON_STAGE_STORED;
+                    s->demoted = 1;
                 }
                 s->state = SLOT_INFLIGHT;
                 s->expect_bytes = expected_bytes(l, s);
@@ -449,6 +523,7 @@ static void *dispatcher_main(void *arg)
                 l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
+            k += issue_ahead(l, batch + k);
         }
         if (k > 0) {
             l->epoch_ops += k;
@@ -810,7 +885,7 @@ static int start_threads(struct sophon_loader *l)
 {
     l->threads_started = 1;
     l->workers = calloc(l->o.threads, sizeof(*l->workers));
-    l->to_issue = calloc(l->o.window, sizeof(*l->to_issue));
+    l->to_issue = calloc(l->o.window + SOPHON__AHEAD, sizeof(*l->to_issue));
     if (l->workers == NULL || l->to_issue == NULL)
         return -ENOMEM;
     if (pthread_create(&l->dispatcher, NULL, dispatcher_main, l) != 0)
@@ -1342,6 +1417,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
             .bytes = (double)plan->bytes[i],
             .osd_s = free_read ? 0 : plan->storage_cpu_s[i] / sspeed,
             .client_s = plan->client_cpu_s[i] / cspeed,
+            .ahead = plan->stage[i] != SOPHON_STAGE_STORED,
         };
     }
     struct sophon__sim_params p = {
@@ -1352,6 +1428,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
         .batch = l->o.batch_size,
         .nbufs = nbufs,
         .window = l->o.window,
+        .ahead = SOPHON__AHEAD,
     };
     double t = sophon__sim_epoch(s, m, &p);
     free(s);
@@ -1612,6 +1689,9 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     /* Without memory for a deeper ring the epoch runs on the one it has, only slower. */
     (void)ring_resize(l, epoch_nbufs(l, plan, order, m));
     l->issued = l->delivered = l->released = 0;
+    l->ahead_next = 0;
+    l->ahead_inflight = 0;
+    l->gen++;
     l->epoch_ops = 0;
     for (unsigned i = 0; i < l->nbufs; i++)
         l->bufs[i].done = l->bufs[i].failed = 0;

@@ -56,6 +56,7 @@ struct sim {
     size_t *link_q, link_head, link_tail; /* ready for the link, in the order they got ready */
     size_t *client_q, client_head, client_tail;
     size_t *done;
+    unsigned char *early; /* per position: issued ahead of its turn */
 };
 
 static void sim_free(struct sim *sm)
@@ -68,6 +69,7 @@ static void sim_free(struct sim *sm)
     free(sm->link_q);
     free(sm->client_q);
     free(sm->done);
+    free(sm->early);
 }
 
 static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t n,
@@ -76,22 +78,35 @@ static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t 
     *sm = (struct sim){.s = s, .n = n, .nb = (n + p->batch - 1) / p->batch};
     sm->batch_left = malloc(sm->nb * sizeof(*sm->batch_left));
     sm->osd = (struct pool){.cores = p->osd_cores,
-                            .pos = malloc(p->window * sizeof(size_t)),
+                            .pos = malloc((p->window + p->ahead) * sizeof(size_t)),
                             .left = malloc(n * sizeof(double))};
     sm->client = (struct pool){.cores = p->client_cores,
                                .pos = malloc(p->threads * sizeof(size_t)),
                                .left = malloc(n * sizeof(double))};
     sm->link_q = malloc(n * sizeof(size_t));
     sm->client_q = malloc(n * sizeof(size_t));
-    sm->done = malloc((p->window > p->threads ? p->window : p->threads) * sizeof(size_t));
+    sm->done = malloc((p->window + p->ahead > p->threads ? p->window + p->ahead : p->threads) *
+                      sizeof(size_t));
+    sm->early = calloc(n, 1);
     if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->client.pos || !sm->client.left ||
-        !sm->link_q || !sm->client_q || !sm->done) {
+        !sm->link_q || !sm->client_q || !sm->done || !sm->early) {
         sim_free(sm);
         return -ENOMEM;
     }
     for (size_t b = 0; b < sm->nb; b++)
         sm->batch_left[b] = b + 1 < sm->nb ? p->batch : n - b * p->batch;
     return 0;
+}
+
+/* Starts position q: in the OSDs if it has OSD work, else straight to the link's queue. */
+static void issue(struct sim *sm, size_t q)
+{
+    if (sm->s[q].osd_s > 0) {
+        sm->osd.left[q] = sm->s[q].osd_s;
+        sm->osd.pos[sm->osd.k++] = q;
+    } else {
+        sm->link_q[sm->link_tail++] = q;
+    }
 }
 
 double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
@@ -106,18 +121,29 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
     if (sim_alloc(&sm, samples, n, p) < 0)
         return -ENOMEM;
     size_t next = 0, head = 0, inflight = 0, on_link = n; /* n: the link is idle */
+    size_t ahead_next = 0, ahead_inflight = 0;
     double t = 0, link_end = 0;
     for (;;) {
-        /* Issue, in order, within the window and the ring. */
-        while (next < n && inflight < p->window && next / p->batch < head + p->nbufs) {
+        /* Issue, in order, within the window and the ring (past those issued ahead); then
+         * ahead of their turn, outside the window, the next preparations the ring holds. */
+        while (next < n && (inflight < p->window || sm.early[next]) &&
+               next / p->batch < head + p->nbufs) {
             size_t q = next++;
+            if (sm.early[q])
+                continue;
             inflight++;
-            if (samples[q].osd_s > 0) {
-                sm.osd.left[q] = samples[q].osd_s;
-                sm.osd.pos[sm.osd.k++] = q;
-            } else {
-                sm.link_q[sm.link_tail++] = q;
-            }
+            issue(&sm, q);
+        }
+        size_t ring_end = (head + p->nbufs) * p->batch < n ? (head + p->nbufs) * p->batch : n;
+        if (ahead_next < next)
+            ahead_next = next;
+        while (ahead_inflight < p->ahead && ahead_next < ring_end) {
+            size_t q = ahead_next++;
+            if (!samples[q].ahead || !(samples[q].osd_s > 0))
+                continue;
+            sm.early[q] = 1;
+            ahead_inflight++;
+            issue(&sm, q);
         }
         if (on_link == n && sm.link_head < sm.link_tail) {
             on_link = sm.link_q[sm.link_head++];
@@ -146,7 +172,10 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
         if (on_link < n && link_end <= t + DONE_S) {
             t = fmax(t, link_end);
             sm.client_q[sm.client_tail++] = on_link;
-            inflight--;
+            if (sm.early[on_link])
+                ahead_inflight--;
+            else
+                inflight--;
             on_link = n;
         }
         nd = pool_advance(&sm.client, dt, sm.done);

@@ -21,6 +21,7 @@ struct sophon__sim_sample {
     double bytes;    /* its response over the link (payload bytes) */
     double osd_s;    /* its OSD CPU, seconds on one of the OSDs' cores (0: none) */
     double client_s; /* its client CPU, seconds on one core (0: none) */
+    int ahead;       /* 1: prepared in an OSD, so it may be issued ahead of its turn */
 };
 
 struct sophon__sim_params {
@@ -32,12 +33,16 @@ struct sophon__sim_params {
     size_t batch;        /* samples per batch */
     unsigned nbufs;      /* batches in the ring */
     unsigned window;     /* operations in flight (issued, not yet over the link) */
+    unsigned ahead;      /* operations issued ahead of their turn in flight, at most */
 };
 
 /*
  * sophon__sim_epoch - seconds until the last batch of samples[0..n) is done: operations issued
  * in order while fewer than window are in flight and their batch is within nbufs of the oldest
- * batch not yet done; the OSDs' cores shared among the operations there (processor sharing);
+ * batch not yet done; besides those, up to `ahead` operations of samples marked ahead, the
+ * next ones the ring holds past the last issued in order, outside the window (the loader issues
+ * preparations ahead so that the OSDs work on them while the link carries the samples before
+ * them); the OSDs' cores shared among the operations there (processor sharing);
  * the link carrying the responses one at a time in the order their OSD work ended; the workers
  * taking received samples in the order they came. INFINITY where some work has no resource to
  * run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.

@@ -679,6 +679,7 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
         dict_set(d, "retries", PyLong_FromUnsignedLongLong(st.retries)) < 0 ||
         dict_set(d, "fallbacks", PyLong_FromUnsignedLongLong(st.fallbacks)) < 0 ||
         dict_set(d, "demoted", PyLong_FromUnsignedLongLong(st.demoted)) < 0 ||
+        dict_set(d, "ahead", PyLong_FromUnsignedLongLong(st.ahead)) < 0 ||
         dict_set(d, "prefetch", PyLong_FromUnsignedLong(st.prefetch)) < 0 ||
         dict_set(d, "elapsed_s", PyFloat_FromDouble(st.elapsed_s)) < 0 ||
         dict_set(d, "client_cpu_s", PyFloat_FromDouble((double)st.client_cpu_ns / 1e9)) < 0 ||

@@ -211,7 +211,7 @@ struct sophon_batch {
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
  * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU. */
-#define SOPHON_LOADER_STATS_VERSION 5
+#define SOPHON_LOADER_STATS_VERSION 6
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -262,6 +262,10 @@ struct sophon_loader_stats {
     uint64_t osd_process_ns; /* the OSD processes' CPU over this epoch, all their threads, this
                               * rank's share (the job's over its ranks); 0 until the epoch's last
                               * batch, or when the OSDs could not be asked */
+    /* Version 6. */
+    uint64_t ahead; /* operations issued ahead of their turn: preparations in the OSDs started
+                     * before the in-order pass reached them, so that the OSDs work on them
+                     * while the link carries the samples before them */
 };
 
 /* clang-format off */

@@ -52,6 +52,24 @@ crops=$(grep -o ' crop_samples=[0-9]*' <<<"$st" | cut -d= -f2)
     ok "selective offloads $off of $n samples ($crops as crops), two ways of sending at least" ||
     bad "selective does not split: $st"
 
+# Preparations started ahead of their turn, outside a window of 2 operations, with the class's
+# responses arriving out of order: the epoch is the same, byte for byte; and under the default
+# window too (48 samples in a ring of 7 batches of 7: the window of 32 leaves the rest to them).
+for w in 2 32; do
+    if load "$work/ahead-$w" "$work/ahead-$w.log" --policy resize --window $w --storage-cores 2 \
+        --net 100Mbit; then
+        st=$(grep ^stats: "$work/ahead-$w.log")
+        ahead=$(grep -o ' ahead=[0-9]*' <<<"$st" | cut -d= -f2)
+        [ "${ahead:-0}" -gt 0 ] && grep -q " samples=$n failed=0 .* offloaded=$n " <<<"$st" &&
+            cmp -s "$work/none/epoch-0.data" "$work/ahead-$w/epoch-0.data" &&
+            cmp -s "$work/none/epoch-0.index" "$work/ahead-$w/epoch-0.index" &&
+            ok "window $w: $ahead preparations started ahead, the epoch byte-identical to none's" ||
+            bad "window $w, ahead: $st"
+    else
+        bad "window $w: rc $?: $(tail -3 "$work/ahead-$w.log.err")"
+    fi
+done
+
 # Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used
 # where it is allowed (oracle: fewest bytes) and never where it is not.
 for st in stored,u8 stored,crop crop,u8,f32 stored,crop,u8,f32; do

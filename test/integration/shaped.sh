@@ -355,7 +355,8 @@ Image.frombytes("RGB", (4000, 3000), random.randbytes(4000 * 3000 * 3)).save(sys
             bad "$f: not two epochs without failures"
         # offloaded + demoted + fallbacks = planned, per epoch (stats has no planned: the
         # summary line does).
-        awk '/^  offloaded/ {o = $2; p = $7 + 0; d = $8 + 0; f = $0; sub(/.*fallbacks /, "", f);
+        awk '/^  offloaded/ {o = $2; p = $7 + 0; d = $0; sub(/ read as stored.*/, "", d);
+                 sub(/.* /, "", d); f = $0; sub(/.*fallbacks /, "", f);
                  if (o + d + (f + 0) != p) {print "epoch adds up to " o + d + f " not " p; bad = 1}}
              END {exit bad}' "$work/$f.log" && ok "$f: offloaded, demoted and fallbacks add up to the plan" ||
             bad "$f: offloaded, demoted and fallbacks do not add up to the plan's offloads"

@@ -326,6 +326,15 @@ static void test_stats_versions(void **state)
     out.version = 3;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.crop_samples, 7);
+    /* Version 5 stops before ahead (version 6's). */
+    src.ahead = 11;
+    memset(&out, 0xab, sizeof(out));
+    out.version = 5;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.ahead, 0xababababababababull);
+    out.version = 6;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.ahead, 11);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;

@@ -1,8 +1,9 @@
 /*
  * test_simulate.c - the loader's epoch simulated (client/simulate.c): the cases that can be
  * worked out by hand (one resource alone, a two-stage pipeline, processor sharing in the OSDs,
- * a long preparation holding up the ring), and on random epochs that it is never shorter than
- * the busiest resource and never longer than all of them one after another.
+ * a long preparation holding up the ring, one issued ahead of its turn), and on random epochs that
+ * it is never shorter than the busiest resource and never longer than all of them one after
+ * another.
  */
 #include <errno.h>
 #include <math.h>
@@ -103,6 +104,31 @@ static void test_ring_held(void **state)
     assert_float_equal(sim(s, 40, p), 1.01, 1e-9);
 }
 
+static void test_ahead(void **state)
+{
+    (void)state;
+    /* A preparation of 1 s in the last batch, 39 plain reads of 10 ms, the whole epoch in the
+     * ring, a window of 8: in order it starts only when position 28 is over the link (0.29 s);
+     * issued ahead it starts at once and the reads cross the link meanwhile. */
+    struct sophon__sim_sample s[40];
+    for (int i = 0; i < 40; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000};
+    s[36] = (struct sophon__sim_sample){.bytes = 150528, .osd_s = 1, .ahead = 1};
+    struct sophon__sim_params p = params();
+    p.nbufs = 10;
+    assert_float_equal(sim(s, 40, p), 0.29 + 1 + 150528 / RATE, 1e-9);
+    p.ahead = 1;
+    assert_float_equal(sim(s, 40, p), 1 + 150528 / RATE, 1e-9);
+    /* Not marked ahead (a plain read's OSD work): in order, as before. */
+    s[36].ahead = 0;
+    assert_float_equal(sim(s, 40, p), 0.29 + 1 + 150528 / RATE, 1e-9);
+    /* Only as far as the ring reaches: with 2 batches of 4, position 36's batch enters it when
+     * batch 7 is done (32 reads over the link, 0.32 s). */
+    s[36].ahead = 1;
+    p.nbufs = 2;
+    assert_float_equal(sim(s, 40, p), 0.32 + 1 + 150528 / RATE, 1e-9);
+}
+
 static void test_bounds(void **state)
 {
     (void)state;
@@ -117,8 +143,10 @@ static void test_bounds(void **state)
         p.nbufs = 1 + rand() % 6;
         p.batch = 1 + rand() % 40;
         p.window = 1 + rand() % 64;
+        p.ahead = (unsigned)(rand() % 3);
         for (int i = 0; i < n; i++) {
             int off = rand() % 3 == 0;
+            s[i].ahead = off;
             s[i].bytes = off ? 150528 : 20000 + rand() % 600000;
             s[i].osd_s = off ? 0.001 + (rand() % 100) / 1e4 : 0.0002;
             s[i].client_s = off ? 0.0001 : 0.001 + (rand() % 100) / 1e4;
@@ -160,7 +188,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_link_alone),  cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_osd_sharing), cmocka_unit_test(test_ring_held),
-        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ahead),       cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
