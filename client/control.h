@@ -69,16 +69,22 @@ unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double bat
                               double rate_Bps, unsigned dflt, unsigned most);
 
 /*
- * SOPHON__AHEAD - the preparations the loader keeps in flight ahead of their turn, outside its
- * window (loader.c's issue_ahead; simulate.h plays the same). One counts until its response has
- * crossed the link, and there it waits behind the window's reads (at 50 Mbit/s 32 photos are
- * half a second), so a few in flight leave the OSDs idle between them: on the main job's photos at
- * 50Mbit/0.1 cores the simulated epoch of the planner's plan is 6.75 s with 1, 5.92 s with 4 and
- * 4.63 s with 8 or more, its busiest resource 4.54 s. Their responses are small (u8 pixels or a
- * crop) unless the plan asks for f32 in the OSD, and then the in-order samples' wait for them on
- * the link costs a little (the all-f32 plan in the same simulation: +0.2% at 8, +0.5% at 16, +2.4%
- * at 32).
+ * sophon__ahead_places - the places of a window of `window` operations in flight that the
+ * loader keeps for preparations started ahead of their turn (loader.c's issue_ahead; simulate.h
+ * plays the same): a quarter of it, at most SOPHON__AHEAD; none for a window under 4. The rest
+ * is the in-order pass's, so the window stays what it says, the operations in flight. One counts
+ * until its response has crossed the link, and there it waits behind the window's reads (at 50
+ * Mbit/s 32 photos are half a second), so a few leave the OSDs idle between them: on the main
+ * job's photos at 50Mbit/0.1 cores the simulated epoch of the planner's plan is 6.75 s with 1 in
+ * flight, 5.92 s with 4 and 4.63 s with 8 or more, its busiest resource 4.54 s. Their responses
+ * are small (u8 pixels or a crop) unless the plan asks for f32 in the OSD, and then the in-order
+ * samples' wait for them on the link costs a little (the all-f32 plan in the same simulation:
+ * +0.2% at 8, +0.5% at 16, +2.4% at 32).
  */
 #define SOPHON__AHEAD 8u
+static inline unsigned sophon__ahead_places(unsigned window)
+{
+    return window / 4 < SOPHON__AHEAD ? window / 4 : SOPHON__AHEAD;
+}
 
 #endif

@@ -136,9 +136,10 @@ struct sophon_loader {
     double *ctl_cpu;
     uint64_t issued, delivered, released;
     unsigned inflight, busy;
-    /* Preparations issued ahead of their turn (issue_ahead): at most SOPHON__AHEAD in flight
-     * (ahead_inflight, counted in inflight too but not in the window), the next position to
-     * look at, and the epoch's generation that tells this epoch's slots from older ones. */
+    /* Preparations issued ahead of their turn (issue_ahead): in flight (ahead_inflight, counted
+     * in inflight too, in the window's places kept for them: sophon__ahead_places), the next
+     * position to look at, and the epoch's generation that tells this epoch's slots from older
+     * ones. */
     unsigned ahead_inflight;
     uint64_t ahead_next, gen;
     struct slot *slots;
@@ -445,9 +446,9 @@ static int issued_ahead(const struct sophon_loader *l, uint64_t pos)
  * Preparations issued ahead of their turn (mu held): the in-order pass issues at most the window
  * of operations, and a sample prepared in an OSD late in that order starts only when the window
  * reaches it; a long one (a 16 MB photo at 0.1 OSD cores runs for seconds) then holds its batch,
- * and the ring behind it, while the OSDs had idled earlier. So besides the window, up to
- * SOPHON__AHEAD operations of the next samples the plan prepares in the OSDs, anywhere in the ring
- * past the in-order pass, are started ahead; their responses go to the workers when they come
+ * and the ring behind it, while the OSDs had idled earlier. So in the places of the window kept
+ * for them (sophon__ahead_places), the next samples the plan prepares in the OSDs, anywhere in the
+ * ring past the in-order pass, are started ahead; their responses go to the workers when they come
  * (their batch's buffer is the ring's already). Adds them to out[], returns how many.
  */
 static size_t issue_ahead(struct sophon_loader *l, struct slot **out)
@@ -458,7 +459,8 @@ static size_t issue_ahead(struct sophon_loader *l, struct slot **out)
         end = l->m;
     if (l->ahead_next < l->issued)
         l->ahead_next = l->issued;
-    while (l->ahead_inflight < SOPHON__AHEAD && l->ahead_next < end) {
+    while (l->ahead_inflight < sophon__ahead_places(l->o.window) && l->inflight < l->o.window &&
+           l->ahead_next < end) {
         uint64_t pos = l->ahead_next++;
         if (l->plan->stage[l->order[pos]] == SOPHON_STAGE_STORED)
             continue;
@@ -504,8 +506,9 @@ static void *dispatcher_main(void *arg)
                 l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
-            while (can_issue(l) &&
-                   (l->inflight - l->ahead_inflight < l->o.window || issued_ahead(l, l->issued))) {
+            while (can_issue(l) && (l->inflight - l->ahead_inflight <
+                                        l->o.window - sophon__ahead_places(l->o.window) ||
+                                    issued_ahead(l, l->issued))) {
                 struct slot *s = &l->slots[l->issued % l->nslots];
                 if (issued_ahead(l, l->issued)) {
                     l->issued++;
@@ -885,7 +888,7 @@ static int start_threads(struct sophon_loader *l)
 {
     l->threads_started = 1;
     l->workers = calloc(l->o.threads, sizeof(*l->workers));
-    l->to_issue = calloc(l->o.window + SOPHON__AHEAD, sizeof(*l->to_issue));
+    l->to_issue = calloc(l->o.window, sizeof(*l->to_issue));
     if (l->workers == NULL || l->to_issue == NULL)
         return -ENOMEM;
     if (pthread_create(&l->dispatcher, NULL, dispatcher_main, l) != 0)
@@ -1428,7 +1431,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
         .batch = l->o.batch_size,
         .nbufs = nbufs,
         .window = l->o.window,
-        .ahead = SOPHON__AHEAD,
+        .ahead = sophon__ahead_places(l->o.window),
     };
     double t = sophon__sim_epoch(s, m, &p);
     free(s);

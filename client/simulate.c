@@ -78,15 +78,14 @@ static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t 
     *sm = (struct sim){.s = s, .n = n, .nb = (n + p->batch - 1) / p->batch};
     sm->batch_left = malloc(sm->nb * sizeof(*sm->batch_left));
     sm->osd = (struct pool){.cores = p->osd_cores,
-                            .pos = malloc((p->window + p->ahead) * sizeof(size_t)),
+                            .pos = malloc(p->window * sizeof(size_t)),
                             .left = malloc(n * sizeof(double))};
     sm->client = (struct pool){.cores = p->client_cores,
                                .pos = malloc(p->threads * sizeof(size_t)),
                                .left = malloc(n * sizeof(double))};
     sm->link_q = malloc(n * sizeof(size_t));
     sm->client_q = malloc(n * sizeof(size_t));
-    sm->done = malloc((p->window + p->ahead > p->threads ? p->window + p->ahead : p->threads) *
-                      sizeof(size_t));
+    sm->done = malloc((p->window > p->threads ? p->window : p->threads) * sizeof(size_t));
     sm->early = calloc(n, 1);
     if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->client.pos || !sm->client.left ||
         !sm->link_q || !sm->client_q || !sm->done || !sm->early) {
@@ -112,7 +111,7 @@ static void issue(struct sim *sm, size_t q)
 double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
                          const struct sophon__sim_params *p)
 {
-    if (!p || (n > 0 && !samples) || p->batch == 0 || p->nbufs == 0 || p->window == 0 ||
+    if (!p || (n > 0 && !samples) || p->batch == 0 || p->nbufs == 0 || p->window <= p->ahead ||
         p->threads == 0 || isnan(p->rate_Bps) || isnan(p->osd_cores) || isnan(p->client_cores))
         return -EINVAL;
     if (n == 0)
@@ -126,7 +125,7 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
     for (;;) {
         /* Issue, in order, within the window and the ring (past those issued ahead); then
          * ahead of their turn, outside the window, the next preparations the ring holds. */
-        while (next < n && (inflight < p->window || sm.early[next]) &&
+        while (next < n && (inflight < p->window - p->ahead || sm.early[next]) &&
                next / p->batch < head + p->nbufs) {
             size_t q = next++;
             if (sm.early[q])

@@ -33,14 +33,15 @@ struct sophon__sim_params {
     size_t batch;        /* samples per batch */
     unsigned nbufs;      /* batches in the ring */
     unsigned window;     /* operations in flight (issued, not yet over the link) */
-    unsigned ahead;      /* operations issued ahead of their turn in flight, at most */
+    unsigned ahead;      /* places of the window kept for operations issued ahead of their
+                          * turn (the in-order pass has window - ahead) */
 };
 
 /*
  * sophon__sim_epoch - seconds until the last batch of samples[0..n) is done: operations issued
- * in order while fewer than window are in flight and their batch is within nbufs of the oldest
- * batch not yet done; besides those, up to `ahead` operations of samples marked ahead, the
- * next ones the ring holds past the last issued in order, outside the window (the loader issues
+ * in order while fewer than window - ahead are in flight and their batch is within nbufs of the
+ * oldest batch not yet done; in the other `ahead` places, operations of samples marked ahead,
+ * the next ones the ring holds past the last issued in order (the loader issues
  * preparations ahead so that the OSDs work on them while the link carries the samples before
  * them); the OSDs' cores shared among the operations there (processor sharing);
  * the link carrying the responses one at a time in the order their OSD work ended; the workers
