@@ -466,10 +466,8 @@ static size_t issue_ahead(struct sophon_loader *l, struct slot **out)
             continue;
         struct slot *s = &l->slots[pos % l->nslots];
         slot_start(l, s, pos);
-        if (s->stage == SOPHON_STAGE_STORED) {
-            s->ahead = 0; /* read in order */
-            continue;
-        }
+        if (s->stage == SOPHON_STAGE_STORED)
+            continue; /* read in order (slot_start left it not ahead) */
         s->ahead = s->ahead_inflight = 1;
         s->state = SLOT_INFLIGHT;
         s->expect_bytes = expected_bytes(l, s);

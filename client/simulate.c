@@ -123,8 +123,9 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
     size_t ahead_next = 0, ahead_inflight = 0;
     double t = 0, link_end = 0;
     for (;;) {
-        /* Issue, in order, within the window and the ring (past those issued ahead); then
-         * ahead of their turn, outside the window, the next preparations the ring holds. */
+        /* Issue, in order, within the window's places but the ahead ones and the ring (past
+         * those issued ahead); then in those places, ahead of their turn, the next
+         * preparations the ring holds. */
         while (next < n && (inflight < p->window - p->ahead || sm.early[next]) &&
                next / p->batch < head + p->nbufs) {
             size_t q = next++;

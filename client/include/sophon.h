@@ -210,7 +210,8 @@ struct sophon_batch {
 };
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
- * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU. */
+ * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU, 6
+ * ahead. */
 #define SOPHON_LOADER_STATS_VERSION 6
 
 /* What a loader did in the current (or last) epoch of its shard. Start from

@@ -191,7 +191,7 @@ class Loader:
         """Statistics of the current (or last) epoch of this shard, as `sophon load` prints them:
         samples, failed, samples_per_s, bytes_received, bytes_by_stage, offloaded, retries,
         fallbacks, demoted (planned in the OSDs, read as stored not to keep the link waiting),
-        ahead (preparations started ahead of their turn, outside the window),
+        ahead (preparations started ahead of their turn, in the window's places kept for them),
         prefetch (the ring's depth this epoch), elapsed_s, client_cpu_s, osd_cpu_s (the
         preparations'), osd_process_s (the OSD processes' whole CPU over the epoch, this rank's
         share), osd_op_s (their CPU per operation beyond the preparations, as the plan counted
