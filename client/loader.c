@@ -922,11 +922,19 @@ static void ask_wire(struct sophon_loader *l)
             (unsigned)l->wire, (unsigned)SOPHON_WIRE_LATEST);
 }
 
-/* A measurement at open: at most this many operations, bytes read and seconds, this many in
- * flight. */
+/* The link's measurement at open: at most this many reads, bytes read and seconds. */
 #define MEASURE_READS 96
 #define MEASURE_BYTES (48u << 20)
 #define MEASURE_S     2.0
+/* The OSDs' CPU: preparations for MEASURE_OSD_S, over the dataset's objects again and again,
+ * timed from MEASURE_OSD_WARM_S in: a cgroup's quota (cpu.max, cfs_quota_us) is given per period
+ * of 100 ms, and a group idle until then may run a whole period's quota in its first moments, so
+ * that a measurement of a few periods reads a cap of 0.5 cores as 0.55-0.75. Timed over 1.25 s
+ * of steady work, a period's worth is at most 8% of it, and the ends' errors mostly cancel. */
+#define MEASURE_OSD_S      1.5
+#define MEASURE_OSD_WARM_S 0.25
+#define MEASURE_OSD_OPS    4096
+/* Operations in flight while measuring. */
 #define MEASURE_DEPTH 16
 /* A measuring prep: RandomResizedCrop's box of a sample, decoded in full, resized to 8 x 8, so
  * that its response (248 bytes) costs the link nothing. */
@@ -944,26 +952,47 @@ struct measure_op {
 typedef int (*measure_start_fn)(struct sophon_loader *l, size_t index, struct measure_op *op);
 typedef uint64_t (*measure_done_fn)(const struct measure_op *op, int rc);
 
+/* How long a measurement runs: at most `ops` operations, `bytes` (what start() puts in op->cap)
+ * and `seconds`; `wrap`: over the dataset again when it ends, else once over it (a spread of
+ * `ops` records). warm(l), when given, is called once `warm_s` in, and only what completes after
+ * it counts. */
+struct measure_limits {
+    size_t ops;
+    uint64_t bytes;
+    double seconds;
+    int wrap;
+    void (*warm)(struct sophon_loader *l);
+    double warm_s;
+};
+
 /*
- * Runs operations on records spread over the dataset, MEASURE_DEPTH in flight, until
- * MEASURE_READS, MEASURE_BYTES read or MEASURE_S; returns the rate of what they measured
- * (estimate.h: per second, 0 when it cannot tell), its sum in *total and the operations that
- * measured something in *count.
+ * Runs operations on records spread over the dataset, MEASURE_DEPTH in flight, within *lim;
+ * returns the rate of what they measured (estimate.h: per second, 0 when it cannot tell), its sum
+ * in *total and the operations that measured something in *count.
  */
 static double measure(struct sophon_loader *l, measure_start_fn start, measure_done_fn done,
-                      uint64_t *total, size_t *count)
+                      const struct measure_limits *lim, uint64_t *total, size_t *count)
 {
     size_t n = sophon_records_count(l->ds.records);
-    struct sophon__xfer x[MEASURE_READS];
     struct measure_op op[MEASURE_DEPTH];
-    size_t head = 0, tail = 0, m = 0, next = 0, step = n / MEASURE_READS + 1;
+    size_t head = 0, tail = 0, m = 0, next = 0, skipped = 0, step = n / lim->ops + 1;
     uint64_t issued = 0;
+    int warm = lim->warm == NULL;
+    struct sophon__xfer *x = malloc(lim->ops * sizeof(*x));
+    *total = 0;
+    *count = 0;
+    if (x == NULL || n == 0) {
+        free(x);
+        return 0;
+    }
     double t0 = now_s();
     for (;;) {
-        while (tail - head < MEASURE_DEPTH && next < n && tail < MEASURE_READS &&
-               issued < MEASURE_BYTES && now_s() - t0 < MEASURE_S) {
+        /* skipped: records start() declined in a row; a wrapping measurement stops when every
+         * one has. */
+        while (tail - head < MEASURE_DEPTH && (lim->wrap || next < n) && skipped < n &&
+               tail < lim->ops && issued < lim->bytes && now_s() - t0 < lim->seconds) {
             struct measure_op *o = &op[tail % MEASURE_DEPTH];
-            size_t i = next;
+            size_t i = next % n;
             next += step;
             *o = (struct measure_op){0};
             if (rados_aio_create_completion2(NULL, NULL, &o->c) < 0)
@@ -971,8 +1000,10 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
             if (start(l, i, o) < 0) {
                 rados_aio_release(o->c);
                 free(o->buf);
+                skipped++;
                 continue;
             }
+            skipped = 0;
             issued += o->cap;
             tail++;
         }
@@ -981,17 +1012,23 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
         struct measure_op *o = &op[head % MEASURE_DEPTH];
         rados_aio_wait_for_complete(o->c);
         uint64_t v = done(o, rados_aio_get_return_value(o->c));
-        if (v > 0 && m < MEASURE_READS)
+        if (!warm && now_s() - t0 >= lim->warm_s) {
+            lim->warm(l);
+            warm = 1;
+            m = 0;
+        }
+        if (v > 0 && m < lim->ops)
             x[m++] = (struct sophon__xfer){now_s(), v};
         rados_aio_release(o->c);
         free(o->buf);
         head++;
     }
-    *total = 0;
     for (size_t i = 0; i < m; i++)
         *total += x[i].bytes;
     *count = m;
-    return sophon__rate_estimate(x, m);
+    double rate = sophon__rate_estimate(x, m);
+    free(x);
+    return rate;
 }
 
 /* The link: objects read as stored (no OSD CPU, so the link limits them). */
@@ -1048,23 +1085,34 @@ static uint64_t done_prep(const struct measure_op *o, int rc)
 static void measure_link(struct sophon_loader *l)
 {
     size_t count;
-    l->measured_Bps = measure(l, start_read, done_read, &l->measure_bytes, &count);
+    static const struct measure_limits lim = {MEASURE_READS, MEASURE_BYTES, MEASURE_S, 0, NULL, 0};
+    l->measured_Bps = measure(l, start_read, done_read, &lim, &l->measure_bytes, &count);
+}
+
+/* Starts the OSD processes' interval again (measure_osds, once warm). */
+static void restart_osds(struct sophon_loader *l)
+{
+    uint64_t ns;
+    double span;
+    (void)sophon__osds_sample(&l->osds, l->io, &ns, &span);
 }
 
 /*
  * The OSDs' CPU available for this client's preparation, measured with MEASURE_DEPTH decodes at
- * once: the CPU of the OSD processes (class 0.3 and later) over the time, else the CPU their
- * responses report per second. l->measured_cores, 0 when it could not tell (no class, too few
- * answers); and from the processes, l->osd_op_s. Right after find_osds, whose answers start the
- * processes' interval.
+ * once for MEASURE_OSD_S: the CPU of the OSD processes (class 0.3 and later) over the time from
+ * MEASURE_OSD_WARM_S in, else the CPU their responses report per second. l->measured_cores, 0
+ * when it could not tell (no class, too few answers); and from the processes, l->osd_op_s. Right
+ * after find_osds, whose answers start the processes' interval until the warm-up restarts it.
  */
 static void measure_osds(struct sophon_loader *l)
 {
     uint64_t ns, osd_ns;
     size_t count;
     double span;
-    /* The OSD processes' CPU from their answers to find_osds, just before. */
-    l->measured_cores = measure(l, start_prep, done_prep, &ns, &count) / 1e9;
+    const struct measure_limits lim = {
+        MEASURE_OSD_OPS,   UINT64_MAX, MEASURE_OSD_S, 1, l->osds.n > 0 ? restart_osds : NULL,
+        MEASURE_OSD_WARM_S};
+    l->measured_cores = measure(l, start_prep, done_prep, &lim, &ns, &count) / 1e9;
     if (l->osds.n == 0 || sophon__osds_sample(&l->osds, l->io, &osd_ns, &span) < 0 || span <= 0)
         return;
     /* What the processes spent over the measurement, the preparations and everything around

@@ -436,10 +436,11 @@ mode_measure() {
             ok "run $i: measured $mbit Mbit/s on a 100 Mbit/s link (within 15%)" ||
             bad "run $i: measured $mbit Mbit/s on a 100 Mbit/s link"
         # The OSD process's CPU over the measurement (class 0.3 on): the cap, what the OSD spends
-        # around the preparations (messenger, reads) included.
+        # around the preparations (messenger, reads) included, within 10% (a measurement of a few
+        # of the quota's 100 ms periods read 0.55-0.75).
         cores=$(grep -o ' osd_cores=[0-9.]*' "$work/m$i.log" | head -1 | cut -d= -f2)
         grep -q ' osd_cores_measured=1' "$work/m$i.log" &&
-            awk -v c="$cores" 'BEGIN {exit !(c >= 0.4 && c <= 0.55)}' &&
+            awk -v c="$cores" 'BEGIN {exit !(c >= 0.45 && c <= 0.55)}' &&
             ok "run $i: measured $cores OSD cores under a cap of 0.5" ||
             bad "run $i: OSD cores: $(grep '^stats:' "$work/m$i.log")"
     done
