@@ -161,6 +161,10 @@ struct sophon_loader {
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
+    /* Per record, this epoch's box's decode cost against the expected box's
+     * (sophon_cost_model_box_factor; 0: not known, taken as 1): the model's figures for this
+     * epoch's samples, in the plans and against what is measured. */
+    double *box_factor;
     /* The OSD processes holding this loader's objects (osd_cpu.h; n 0 when they cannot be
      * asked), and whether the current epoch's interval started with an answer from each; the
      * operations this epoch issued; the OSDs' CPU per operation beyond the preparations (OSD
@@ -368,6 +372,12 @@ static int geometry_unknown(const struct sophon_record *rec)
 static double client_model(const struct sophon_loader *l, const struct sophon_record *rec,
                            int stage);
 
+/* Record index's box factor this epoch (box_factor), 1 where not known. */
+static double box(const struct sophon_loader *l, uint64_t index)
+{
+    return l->box_factor[index] > 0 ? l->box_factor[index] : 1.0;
+}
+
 /* The bytes an attempt at the slot's stage should bring back: the plan's for its stage, the
  * object's as stored for a plain read. */
 static uint64_t expected_bytes(const struct sophon_loader *l, const struct slot *s)
@@ -398,7 +408,7 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
     size_t end = (size_t)(s->pos / b + l->nbufs) * b;
     if (end > l->m)
         end = l->m;
-    double stored_client = client_model(l, rec, SOPHON_STAGE_STORED);
+    double stored_client = client_model(l, rec, SOPHON_STAGE_STORED) * box(l, s->index);
     struct sophon__control_in in = {
         .rate_Bps = l->ctl_rate_Bps,
         .osd_cores = l->ctl_osd_cores,
@@ -621,7 +631,7 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     if (r == 0)
         r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
-    res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED);
+    res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED) * box(l, s->index);
     free(whole);
     if (r < 0) {
         res->err = r;
@@ -646,14 +656,15 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
                      : h.format == SOPHON_FORMAT_F32 ? SOPHON_STAGE_F32
                                                      : SOPHON_STAGE_U8;
     res->osd_cpu_ns = h.cpu_ns;
-    res->storage_model_s = rec->stage[s->stage].storage_cpu_s;
+    res->storage_model_s = rec->stage[s->stage].storage_cpu_s * box(l, s->index);
     uint64_t t0 = sophon__thread_cpu_ns();
     struct sophon_prep_params p = s->p;
     p.format = (uint8_t)l->o.format; /* the same values (cross_checks.h) */
     int r = sophon_prep_finish(out, l->sample_bytes, &h, payload, &p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
     if (h.stage == SOPHON_WIRE_CROP || (h.format == SOPHON_FORMAT_U8 && p.format != h.format))
-        res->client_model_s = client_model(l, rec, res->got_stage);
+        res->client_model_s = client_model(l, rec, res->got_stage) *
+                              (h.stage == SOPHON_WIRE_CROP ? box(l, s->index) : 1.0);
     if (r < 0) {
         res->err = r;
         say(l, "%s: cannot finish the OSD's %s (%s): %s", rec->name,
@@ -1249,8 +1260,9 @@ static int ring_resize(struct sophon_loader *l, unsigned nbufs)
 static int alloc_ring(struct sophon_loader *l)
 {
     l->obj_ratio = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->obj_ratio));
+    l->box_factor = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->box_factor));
     l->ctl_cpu = calloc(l->o.window, sizeof(*l->ctl_cpu));
-    if (l->obj_ratio == NULL || l->ctl_cpu == NULL)
+    if (l->obj_ratio == NULL || l->box_factor == NULL || l->ctl_cpu == NULL)
         return -ENOMEM;
     return ring_resize(l, default_nbufs(l));
 }
@@ -1525,11 +1537,12 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
 /*
  * The records this epoch is planned with: the dataset's, each object's OSD CPU as measured
  * where it was (obj_ratio, unless no_adapt), the OSDs' CPU per operation
- * (l->osd_op_s, OSD seconds: times the storage speed, which the planner divides by), and
- * where the crop stage is offered, each record's crop bytes for the box its sample gets this
- * epoch (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of the
- * image, scaled to this box's crop region). Every rank computes the same figures from the same
- * profile (no_adapt); what adapts, the speeds and obj_ratio, is each rank's own measurement.
+ * (l->osd_op_s, OSD seconds: times the storage speed, which the planner divides by), each
+ * record's decodes for the box its sample gets this epoch (box_factor, the cost model's box
+ * against the expected one), and where the crop stage is offered, each record's crop bytes for
+ * that box (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of
+ * the image, scaled to this box's crop region). Every rank computes the same figures from the
+ * same profile (no_adapt); what adapts, the speeds and obj_ratio, is each rank's own measurement.
  * l->seed, l->epoch and l->storage_speed are the epoch's. Returns the set or NULL (no memory).
  */
 static const sophon_records *epoch_records(struct sophon_loader *l)
@@ -1545,22 +1558,26 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
             sophon_records_scale_storage(l->epoch_records, i, l->obj_ratio[i] * l->storage_speed);
     if (sophon_records_add_osd_op(l->epoch_records, l->osd_op_s * l->storage_speed) < 0)
         return NULL;
-    if (!(l->stages & (1u << SOPHON_STAGE_CROP)))
-        return l->epoch_records;
+    int crop = (l->stages & (1u << SOPHON_STAGE_CROP)) != 0;
     for (size_t i = 0; i < n; i++) {
         const struct sophon_record *rec = sophon_records_get(l->ds.records, i);
-        uint64_t expected = rec->stage[SOPHON_STAGE_CROP].bytes;
         struct sophon_prep_params p;
+        l->box_factor[i] = 0;
+        if (geometry_unknown(rec) || sample_params(l, i, rec->width, rec->height, &p) < 0)
+            continue;
+        double area = (double)rec->width * rec->height;
+        l->box_factor[i] =
+            sophon_cost_model_box_factor(rec, (double)p.box_w * p.box_h / area, NULL);
+        sophon_records_scale_box(l->epoch_records, i, l->box_factor[i]);
+        uint64_t expected = rec->stage[SOPHON_STAGE_CROP].bytes;
         uint32_t iw, ih, x, y, w, h;
-        if (expected <= SOPHON_SEL_HEADER_BYTES || geometry_unknown(rec) ||
-            sample_params(l, i, rec->width, rec->height, &p) < 0)
+        if (!crop || expected <= SOPHON_SEL_HEADER_BYTES)
             continue;
         sophon_prep_imcu(rec->subsampling, &iw, &ih);
         if (sophon_prep_crop_region(rec->width, rec->height, iw, ih, &p, &x, &y, &w, &h) < 0)
             continue;
-        double share = (double)w * h / ((double)rec->width * rec->height);
-        double payload =
-            (double)(expected - SOPHON_SEL_HEADER_BYTES) * share / SOPHON_SEL_CROP_SHARE;
+        double payload = (double)(expected - SOPHON_SEL_HEADER_BYTES) * ((double)w * h / area) /
+                         SOPHON_SEL_CROP_SHARE;
         sophon_records_set_crop_bytes(l->epoch_records, i,
                                       SOPHON_SEL_HEADER_BYTES + (uint64_t)fmax(1.0, payload));
     }
@@ -1877,6 +1894,7 @@ void sophon_loader_close(sophon_loader *l)
     sophon__dataset_free(&l->ds);
     free(l->mtimes);
     free(l->obj_ratio);
+    free(l->box_factor);
     free(l->ctl_cpu);
     free(l->cum_bytes);
     if (l->io != NULL)

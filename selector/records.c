@@ -91,6 +91,16 @@ int sophon_records_scale_storage(sophon_records *set, size_t i, double factor)
     return 0;
 }
 
+int sophon_records_scale_box(sophon_records *set, size_t i, double factor)
+{
+    int r = sophon_records_scale_storage(set, i, factor);
+    if (r < 0)
+        return r;
+    set->rec[i].stage[SOPHON_STAGE_STORED].client_cpu_s *= factor;
+    set->rec[i].stage[SOPHON_STAGE_CROP].client_cpu_s *= factor;
+    return 0;
+}
+
 int sophon_records_set_crop_bytes(sophon_records *set, size_t i, uint64_t bytes)
 {
     if (!set || i >= set->n || bytes == 0)

@@ -172,6 +172,14 @@ int sophon_records_add_osd_op(sophon_records *set, double op_s);
 int sophon_records_scale_storage(sophon_records *set, size_t i, double factor);
 
 /*
+ * Multiplies the CPU of record i's decodes by factor, one box's cost against the expected box's
+ * (sophon_cost_model_box_factor): the OSD's of every stage but STORED, the client's of STORED and
+ * CROP (those decode on the client; their normalization, a tenth of a millisecond, is scaled
+ * with them). Returns 0, or -EINVAL (NULL, i out of range, factor not finite or <= 0).
+ */
+int sophon_records_scale_box(sophon_records *set, size_t i, double factor);
+
+/*
  * Sets record i's CROP bytes (where it offers the stage) to `bytes`: the loader's figure for the
  * box of this epoch's sample. Returns 0, -EINVAL (NULL, i out of range, bytes 0), or -ENOENT when
  * the record does not offer the crop stage.
@@ -222,9 +230,13 @@ struct sophon_cost_model {
     unsigned version; /* SOPHON_COST_MODEL_VERSION */
     double a_s, per_pixel_s, per_byte_s, per_progressive_pixel_s, per_444_pixel_s;
     double normalize_s;
+    /* The one box against the expectation (version 2): the same image costs more where the box
+     * holds more of it, per box pixel (baseline, progressive), about the mean share of the image
+     * a box holds (sophon_cost_model_box_s). */
+    double per_box_pixel_s, per_progressive_box_pixel_s, box_share;
 };
 
-#define SOPHON_COST_MODEL_VERSION 1
+#define SOPHON_COST_MODEL_VERSION 2
 
 /* The area model of the crop stage where nothing was measured: the expected share of the image
  * a RandomResizedCrop box's crop holds (boxes, their iMCU alignment and margins, on photos of
@@ -262,6 +274,19 @@ int sophon_cost_model_fill(struct sophon_record *rec, const struct sophon_cost_m
  */
 double sophon_cost_model_decode_s(const struct sophon_record *rec,
                                   const struct sophon_cost_model *model);
+
+/*
+ * The same for one box holding `share` of rec's pixels (0 < share <= 1): the expectation plus
+ * the box's slope times its pixels beyond the mean share's, at least a quarter of the
+ * expectation; share outside (0, 1] gives the expectation.
+ */
+double sophon_cost_model_box_s(const struct sophon_record *rec, double share,
+                               const struct sophon_cost_model *model);
+
+/* sophon_cost_model_box_s over sophon_cost_model_decode_s: how much one box's preparation costs
+ * against the expected box's, for the same image (1 where it cannot tell). */
+double sophon_cost_model_box_factor(const struct sophon_record *rec, double share,
+                                    const struct sophon_cost_model *model);
 
 /*
  * Reads the SOPHON paper's OpenImages profile (data/openimages-40k-prep-sizes.csv: semicolon-

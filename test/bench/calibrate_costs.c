@@ -8,8 +8,12 @@
  * cost. Files the pipeline refuses are skipped. The u8 cost is fitted by least squares to
  *     a + b * pixels + c * stored_bytes + d * pixels * progressive + e * pixels * (444)
  * (weighted by 1 / cost^2, i.e. relative errors) and the f32 - u8 difference (ToTensor + Normalize)
- * is summarized by its median. Prints the coefficients, R^2 and the median relative error, and an
- * initializer for cost_model.c.
+ * is summarized by its median. Then what the box adds: over each image's runs, its cost against
+ * its box's pixels (the share of the image a crop decodes moves the cost of the same image), one
+ * slope for baseline and one for progressive images, pooled within images (each image's runs
+ * about their own means, weighted by 1 / cost^2 as above), and the mean share of the image the
+ * boxes hold. Prints the coefficients, R^2 and the median relative error, that of every run
+ * against its box with and without the box's term, and an initializer for cost_model.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,6 +33,8 @@
 struct sample {
     double x[NFEAT]; /* features, scaled: 1, Mpixels, MB, Mpixels*prog, Mpixels*444 */
     double u8_s, norm_s;
+    int runs;
+    double run_u8_s[MAX_RUNS], run_box_px[MAX_RUNS]; /* each run's cost and box pixels */
     struct sophon_record rec;
 };
 
@@ -59,6 +65,7 @@ static int time_image(struct sample *s, const uint8_t *jpeg, size_t len, size_t 
     double u8[MAX_RUNS], diff[MAX_RUNS];
     char err[128];
 
+    memset(s, 0, sizeof(*s));
     int rc = sophon_probe(&info, jpeg, len, err, sizeof(err));
     if (rc < 0)
         return rc;
@@ -79,8 +86,10 @@ static int time_image(struct sample *s, const uint8_t *jpeg, size_t len, size_t 
             return rc;
         u8[k] = t1 - t0;
         diff[k] = (t2 - t1) - (t1 - t0);
+        s->run_u8_s[k] = u8[k];
+        s->run_box_px[k] = (double)p.box_w * (double)p.box_h;
     }
-    memset(s, 0, sizeof(*s));
+    s->runs = runs;
     s->u8_s = median(u8, (size_t)runs);
     s->norm_s = median(diff, (size_t)runs);
     double mpx = (double)info.width * (double)info.height * 1e-6;
@@ -140,6 +149,54 @@ static int fit(const struct sample *s, size_t n, double beta[NFEAT])
     for (int c = 0; c < NFEAT; c++)
         beta[c] = m[c][NFEAT] / m[c][c];
     return 0;
+}
+
+/* The box's slopes (seconds per box pixel) for baseline (slope[0]) and progressive (slope[1])
+ * images, pooled within images, and the mean share of an image its boxes hold. */
+static void fit_box(const struct sample *s, size_t n, double slope[2], double *share)
+{
+    double sxy[2] = {0}, sxx[2] = {0}, sh = 0;
+    size_t runs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double mc = 0, mb = 0, px = (double)s[i].rec.width * (double)s[i].rec.height;
+        int k = s[i].rec.progressive != 0;
+        for (int r = 0; r < s[i].runs; r++) {
+            mc += s[i].run_u8_s[r] / s[i].runs;
+            mb += s[i].run_box_px[r] / s[i].runs;
+            sh += s[i].run_box_px[r] / px;
+            runs++;
+        }
+        double wt = 1.0 / (s[i].u8_s * s[i].u8_s);
+        for (int r = 0; r < s[i].runs; r++) {
+            sxy[k] += wt * (s[i].run_box_px[r] - mb) * (s[i].run_u8_s[r] - mc);
+            sxx[k] += wt * (s[i].run_box_px[r] - mb) * (s[i].run_box_px[r] - mb);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        slope[k] = sxx[k] > 0 ? sxy[k] / sxx[k] : 0;
+    *share = runs > 0 ? sh / (double)runs : 0;
+}
+
+/* Median relative error of every run's cost against the model, with its box or without. */
+static double run_error(const struct sample *s, size_t n, const struct sophon_cost_model *m,
+                        int with_box)
+{
+    size_t k = 0, total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (size_t)s[i].runs;
+    double *e = malloc(total * sizeof(*e));
+    if (e == NULL)
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < s[i].runs; r++) {
+            double px = (double)s[i].rec.width * (double)s[i].rec.height;
+            double share = with_box ? s[i].run_box_px[r] / px : -1;
+            double pred = sophon_cost_model_box_s(&s[i].rec, share, m);
+            e[k++] = fabs(pred - s[i].run_u8_s[r]) / s[i].run_u8_s[r];
+        }
+    double med = median(e, k);
+    free(e);
+    return med;
 }
 
 int main(int argc, char **argv)
@@ -248,11 +305,22 @@ int main(int argc, char **argv)
     printf("normalize (f32 - u8, median) = %.4g s\n", m.normalize_s);
     printf("fit: R^2 = %.4f, median relative error = %.1f%%\n", 1.0 - ss_res / ss_tot,
            med_rel * 100.0);
+    double slope[2], share;
+    fit_box(s, n, slope, &share);
+    m.per_box_pixel_s = slope[0];
+    m.per_progressive_box_pixel_s = slope[1];
+    m.box_share = share;
+    printf("box: %.4g s/box pixel baseline, %.4g s/box pixel progressive, about the mean share "
+           "%.3f\n",
+           m.per_box_pixel_s, m.per_progressive_box_pixel_s, m.box_share);
+    printf("every run against its box: median relative error %.1f%% (without the box %.1f%%)\n",
+           run_error(s, n, &m, 1) * 100.0, run_error(s, n, &m, 0) * 100.0);
     printf("\n    .a_s = %.4g,\n    .per_pixel_s = %.4g,\n    .per_byte_s = %.4g,\n"
            "    .per_progressive_pixel_s = %.4g,\n    .per_444_pixel_s = %.4g,\n"
-           "    .normalize_s = %.4g,\n",
+           "    .normalize_s = %.4g,\n    .per_box_pixel_s = %.4g,\n"
+           "    .per_progressive_box_pixel_s = %.4g,\n    .box_share = %.4g,\n",
            m.a_s, m.per_pixel_s, m.per_byte_s, m.per_progressive_pixel_s, m.per_444_pixel_s,
-           m.normalize_s);
+           m.normalize_s, m.per_box_pixel_s, m.per_progressive_box_pixel_s, m.box_share);
     free(tmp);
     free(s);
     free(out);

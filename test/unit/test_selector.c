@@ -591,6 +591,66 @@ static void scale_storage(void **state)
     sophon_records_free(set);
 }
 
+/* One box's decodes: the client's of STORED and CROP and the OSD's of the offloaded stages scale,
+ * nothing else does. */
+static void scale_box(void **state)
+{
+    (void)state;
+    rng_state = 37;
+    sophon_records *set = random_set(3);
+    struct sophon_record r = *sophon_records_get(set, 2);
+    assert_int_equal(sophon_records_scale_box(set, 2, 0.8), 0);
+    const struct sophon_record *s = sophon_records_get(set, 2);
+    for (int k = 0; k < SOPHON_STAGE_COUNT; k++) {
+        double osd = k == SOPHON_STAGE_STORED ? 1.0 : 0.8;
+        double client = k == SOPHON_STAGE_STORED || k == SOPHON_STAGE_CROP ? 0.8 : 1.0;
+        assert_true(s->stage[k].storage_cpu_s == r.stage[k].storage_cpu_s * osd);
+        assert_true(s->stage[k].client_cpu_s == r.stage[k].client_cpu_s * client);
+        assert_true(s->stage[k].bytes == r.stage[k].bytes);
+    }
+    assert_int_equal(sophon_records_scale_box(set, 3, 0.8), -EINVAL);
+    assert_int_equal(sophon_records_scale_box(set, 0, -1), -EINVAL);
+    assert_int_equal(sophon_records_scale_box(NULL, 0, 1), -EINVAL);
+    sophon_records_free(set);
+}
+
+/* The cost of one box: the expectation at the mean share, more for a larger box of the same
+ * image by the slope of its kind, never under a quarter of the expectation, the expectation where
+ * the share makes no sense. */
+static void cost_model_box(void **state)
+{
+    (void)state;
+    const struct sophon_cost_model *m = &sophon_cost_model_default;
+    struct sophon_record big = {.width = 5640,
+                                .height = 3172,
+                                .stored_bytes = 16400000,
+                                .progressive = 1,
+                                .subsampling = 2 /* 4:2:0 */};
+    struct sophon_record base = big;
+    base.progressive = 0;
+    double px = 5640.0 * 3172.0;
+    double t = sophon_cost_model_decode_s(&big, NULL);
+    assert_true(fabs(sophon_cost_model_box_s(&big, m->box_share, NULL) - t) < 1e-12);
+    assert_true(fabs(sophon_cost_model_box_s(&big, 1.0, NULL) -
+                     (t + m->per_progressive_box_pixel_s * (1.0 - m->box_share) * px)) < 1e-12);
+    double tb = sophon_cost_model_decode_s(&base, NULL);
+    assert_true(fabs(sophon_cost_model_box_s(&base, 1.0, NULL) -
+                     (tb + m->per_box_pixel_s * (1.0 - m->box_share) * px)) < 1e-12);
+    /* Monotonic in the share, about +25% and -12% on this photo at the ends. */
+    assert_true(sophon_cost_model_box_factor(&big, 0.08, NULL) <
+                sophon_cost_model_box_factor(&big, 0.5, NULL));
+    assert_true(sophon_cost_model_box_factor(&big, 1.0, NULL) > 1.2);
+    assert_true(sophon_cost_model_box_factor(&big, 0.1, NULL) < 0.9);
+    /* A steep slope stops at a quarter. */
+    struct sophon_cost_model steep = *m;
+    steep.per_box_pixel_s = 1e-6;
+    assert_true(fabs(sophon_cost_model_box_s(&base, 0.01, &steep) - 0.25 * tb) < 1e-12);
+    /* No share, no box. */
+    assert_true(sophon_cost_model_box_factor(&big, 0, NULL) == 1.0);
+    assert_true(sophon_cost_model_box_factor(&big, 1.5, NULL) == 1.0);
+    assert_true(sophon_cost_model_box_factor(&big, NAN, NULL) == 1.0);
+}
+
 /* Records over the OSDs' per-call pixel cap lose their offloaded stages, the others keep them. */
 static void limit_pixels(void **state)
 {
@@ -768,6 +828,8 @@ int main(void)
         cmocka_unit_test(selective_never_worse),
         cmocka_unit_test(budget_and_policy_rules),
         cmocka_unit_test(osd_operations_counted),
+        cmocka_unit_test(scale_box),
+        cmocka_unit_test(cost_model_box),
         cmocka_unit_test(scale_storage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
