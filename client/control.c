@@ -45,3 +45,10 @@ unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double bat
     }
     return want < most ? want : most;
 }
+
+int sophon__keep_placement(double prev_s, double best_s, double static_s)
+{
+    if (!isfinite(prev_s) || !(best_s > 0))
+        return 0;
+    return prev_s <= best_s * (1 + SOPHON__KEEP_MARGIN) && prev_s <= static_s;
+}

@@ -69,6 +69,21 @@ unsigned sophon__control_ring(double longest_cpu_s, double osd_cores, double bat
                               double rate_Bps, unsigned dflt, unsigned most);
 
 /*
+ * sophon__keep_placement - whether the loader keeps the last epoch's placement, which models
+ * this epoch at prev_s, over the best other plan (best_s) and the best static policy's
+ * (static_s): when it is within SOPHON__KEEP_MARGIN of the best and no static policy models
+ * shorter (selective stays never worse in the model than sophon's rule or any static policy).
+ * The simulation's figures move by more than the margin between placements that run alike (a long
+ * preparation's modelled cost from one epoch's box and position to the next), and a plan that
+ * follows every such move flips between placements epoch after epoch: on the main job's photos
+ * at 100Mbit/0.25 cores epochs of 2.2 s (26 MB) and 3.0 s (33 MB) alternated, the planner
+ * keeping and dropping its 16 MB photo as its modelled cost crossed the link's time, while the
+ * first epoch's placement modelled the second at 2.23 s. Not finite: not kept.
+ */
+#define SOPHON__KEEP_MARGIN 0.05
+int sophon__keep_placement(double prev_s, double best_s, double static_s);
+
+/*
  * sophon__ahead_places - the places of a window of `window` operations in flight that the
  * loader keeps for preparations started ahead of their turn (loader.c's issue_ahead; simulate.h
  * plays the same): a quarter of it, at most SOPHON__AHEAD; none for a window under 4. The rest

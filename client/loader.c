@@ -1607,13 +1607,15 @@ static double job_model_s(const struct sophon_loader *l, const struct sophon_pla
  * two resources are nearly equally busy (simulate.h), so the other policies' plans, and
  * selective's on half the OSD cores (leaning less on the OSDs, whose preparations are the long
  * ones), are run through the simulation too, and *plan becomes whichever would end the job's
- * epoch first (ties: the planner's). Plans that cannot be made or simulated are passed over.
+ * epoch first (ties: the planner's). Then the last epoch's placement (prev, NULL in the first)
+ * under this epoch's figures, kept as sophon__keep_placement says (control.h). Plans that cannot
+ * be made or simulated are passed over.
  */
 static void choose_plan(const struct sophon_loader *l, const sophon_records *set,
                         const struct sophon_budget *budget, uint64_t *const *orders,
-                        const size_t *ms, struct sophon_plan **plan)
+                        const size_t *ms, const struct sophon_plan *prev, struct sophon_plan **plan)
 {
-    double best = job_model_s(l, *plan, budget, orders, ms);
+    double best = job_model_s(l, *plan, budget, orders, ms), best_static = INFINITY;
     for (int q = 0; q <= SOPHON_POLICY_COUNT; q++) {
         struct sophon_budget b = *budget;
         struct sophon_plan *alt = NULL, *made = NULL;
@@ -1631,6 +1633,8 @@ static void choose_plan(const struct sophon_loader *l, const sophon_records *set
         if (r < 0)
             continue;
         double t = job_model_s(l, alt, budget, orders, ms);
+        if (q < SOPHON_POLICY_COUNT)
+            best_static = fmin(best_static, t);
         if (t < best * (1 - 1e-9)) {
             alt->policy = SOPHON_POLICY_SELECTIVE;
             alt->chosen_from = q < SOPHON_POLICY_COUNT ? q : SOPHON_POLICY_SELECTIVE;
@@ -1639,6 +1643,17 @@ static void choose_plan(const struct sophon_loader *l, const sophon_records *set
             best = t;
         } else {
             sophon_plan_free(alt);
+        }
+    }
+    struct sophon_plan *kept = NULL;
+    if (prev != NULL && sophon_plan_evaluate(&kept, set, budget, prev->stage) == 0) {
+        if (sophon__keep_placement(job_model_s(l, kept, budget, orders, ms), best, best_static)) {
+            kept->policy = SOPHON_POLICY_SELECTIVE;
+            kept->chosen_from = prev->chosen_from;
+            sophon_plan_free(*plan);
+            *plan = kept;
+        } else {
+            sophon_plan_free(kept);
         }
     }
 }
@@ -1665,7 +1680,7 @@ static void choose_for_job(const struct sophon_loader *l, const sophon_records *
         }
     }
     if (ok)
-        choose_plan(l, set, budget, orders, ms, plan);
+        choose_plan(l, set, budget, orders, ms, l->plan, plan);
     for (unsigned r = 0; orders != NULL && r < w; r++)
         if (r != l->o.rank)
             free(orders[r]);

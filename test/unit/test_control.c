@@ -267,12 +267,30 @@ static void test_trace_model_optimistic(void **state)
     assert_true(ctl.epoch_s < plan.epoch_s);
 }
 
+/* The last epoch's placement stays within the margin of the best, never past a static policy's
+ * epoch, and goes where it models longer or cannot be modelled. */
+static void test_keep_placement(void **state)
+{
+    (void)state;
+    assert_true(sophon__keep_placement(2.23, 2.77, 2.92));  /* better than every plan */
+    assert_true(sophon__keep_placement(2.30, 2.20, 2.90));  /* 4.5% over the best */
+    assert_false(sophon__keep_placement(2.40, 2.20, 2.90)); /* 9% over */
+    assert_true(sophon__keep_placement(2.20 * (1 + SOPHON__KEEP_MARGIN), 2.20, 3.0));
+    assert_false(sophon__keep_placement(2.30, 2.20, 2.25)); /* a static policy models shorter */
+    assert_true(sophon__keep_placement(2.25, 2.20, 2.25));
+    assert_false(sophon__keep_placement(INFINITY, 2.20, INFINITY));
+    assert_false(sophon__keep_placement(NAN, 2.20, 3.0));
+    assert_false(sophon__keep_placement(1.0, 0, 3.0));
+    assert_true(sophon__keep_placement(1.0, 1.0, INFINITY)); /* no static policy could be made */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latency),
         cmocka_unit_test(test_demote),
         cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_keep_placement),
         cmocka_unit_test(test_trace_short_of_cpu),
         cmocka_unit_test(test_trace_enough_cpu),
         cmocka_unit_test(test_trace_model_optimistic),
