@@ -369,8 +369,7 @@ static int geometry_unknown(const struct sophon_record *rec)
     return rec->width == 0 || rec->height == 0;
 }
 
-static double client_model(const struct sophon_loader *l, const struct sophon_record *rec,
-                           int stage);
+static double client_model(const struct sophon_loader *l, uint64_t index, int stage);
 
 /* Record index's box factor this epoch (box_factor), 1 where not known. */
 static double box(const struct sophon_loader *l, uint64_t index)
@@ -408,7 +407,7 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
     size_t end = (size_t)(s->pos / b + l->nbufs) * b;
     if (end > l->m)
         end = l->m;
-    double stored_client = client_model(l, rec, SOPHON_STAGE_STORED) * box(l, s->index);
+    double stored_client = client_model(l, s->index, SOPHON_STAGE_STORED);
     struct sophon__control_in in = {
         .rate_Bps = l->ctl_rate_Bps,
         .osd_cores = l->ctl_osd_cores,
@@ -590,13 +589,16 @@ static int transient(int r)
            r == -ECONNRESET || r == -ECANCELED || r == -EINTR;
 }
 
-/* The model's client seconds for finishing from `stage` to the loader's format. */
-static double client_model(const struct sophon_loader *l, const struct sophon_record *rec,
-                           int stage)
+/* The model's client seconds for finishing record index's sample from `stage` to the loader's
+ * format; the stages that decode here (STORED, CROP) for this epoch's box (box_factor). */
+static double client_model(const struct sophon_loader *l, uint64_t index, int stage)
 {
+    const struct sophon_record *rec = record(l, index);
     double s = rec->stage[stage].client_cpu_s;
     if (l->o.format == SOPHON_SAMPLE_U8)
         s -= rec->stage[SOPHON_STAGE_U8].client_cpu_s;
+    if (stage == SOPHON_STAGE_STORED || stage == SOPHON_STAGE_CROP)
+        s *= box(l, index);
     return s > 0 ? s : 0;
 }
 
@@ -631,7 +633,7 @@ static void finish_stored(struct sophon_loader *l, struct slot *s, uint8_t *out,
     if (r == 0)
         r = sophon_prep_run(out, l->sample_bytes, jpeg, len, &s->p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
-    res->client_model_s = client_model(l, rec, SOPHON_STAGE_STORED) * box(l, s->index);
+    res->client_model_s = client_model(l, s->index, SOPHON_STAGE_STORED);
     free(whole);
     if (r < 0) {
         res->err = r;
@@ -663,8 +665,7 @@ static void finish_offloaded(struct sophon_loader *l, struct slot *s, uint8_t *o
     int r = sophon_prep_finish(out, l->sample_bytes, &h, payload, &p, NULL, err, sizeof(err));
     res->client_cpu_ns = sophon__thread_cpu_ns() - t0;
     if (h.stage == SOPHON_WIRE_CROP || (h.format == SOPHON_FORMAT_U8 && p.format != h.format))
-        res->client_model_s = client_model(l, rec, res->got_stage) *
-                              (h.stage == SOPHON_WIRE_CROP ? box(l, s->index) : 1.0);
+        res->client_model_s = client_model(l, s->index, res->got_stage);
     if (r < 0) {
         res->err = r;
         say(l, "%s: cannot finish the OSD's %s (%s): %s", rec->name,

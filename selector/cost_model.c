@@ -55,12 +55,10 @@ double sophon_cost_model_decode_s(const struct sophon_record *rec,
     return t > 1e-6 ? t : 1e-6;
 }
 
-double sophon_cost_model_box_s(const struct sophon_record *rec, double share,
-                               const struct sophon_cost_model *m)
+/* sophon_cost_model_box_s for the expectation t = sophon_cost_model_decode_s(rec, m). */
+static double box_s(const struct sophon_record *rec, double share,
+                    const struct sophon_cost_model *m, double t)
 {
-    if (!m)
-        m = &sophon_cost_model_default;
-    double t = sophon_cost_model_decode_s(rec, m);
     if (!(share > 0 && share <= 1))
         return t;
     double px = (double)rec->width * (double)rec->height;
@@ -69,11 +67,21 @@ double sophon_cost_model_box_s(const struct sophon_record *rec, double share,
     return isfinite(b) ? fmax(b, 0.25 * t) : t;
 }
 
+double sophon_cost_model_box_s(const struct sophon_record *rec, double share,
+                               const struct sophon_cost_model *m)
+{
+    if (!m)
+        m = &sophon_cost_model_default;
+    return box_s(rec, share, m, sophon_cost_model_decode_s(rec, m));
+}
+
 double sophon_cost_model_box_factor(const struct sophon_record *rec, double share,
                                     const struct sophon_cost_model *m)
 {
+    if (!m)
+        m = &sophon_cost_model_default;
     double t = sophon_cost_model_decode_s(rec, m);
-    double b = sophon_cost_model_box_s(rec, share, m);
+    double b = box_s(rec, share, m, t);
     return t > 0 && isfinite(b / t) ? b / t : 1.0;
 }
 
