@@ -450,7 +450,54 @@ static void selective_vs_exhaustive(void **state)
     print_message("selective: exactly optimal on %d of %d random instances (n <= 12), worst "
                   "+%.3g%%\n",
                   exact, total, worst_rel * 100);
-    assert_true(exact >= total / 2); /* the bound is the guarantee; this guards regressions */
+    /* The bound is the guarantee; this guards regressions (189 of 240 before step 5, 221 after). */
+    assert_true(exact >= total * 9 / 10);
+}
+
+/*
+ * The main job's photos dataset (its records as `sophon profile --export` wrote them on the dev
+ * cluster, names replaced), whose largest photo costs 0.3 s of OSD CPU at f32 against 0.9 s
+ * epochs of 289 samples. Where the link, the OSDs and the client all bind, the LP splits that
+ * photo between stored and offloaded; rounding it either way and a local search left plans 5-15%
+ * over the LP bound (1.01 s against 0.89 at 500 Mbit and 0.5 cores). Fixing each of its stages
+ * and solving the rest again (step 5 in selective.c) keeps every plan of this sweep within 1%.
+ */
+static void selective_photos_sweep(void **state)
+{
+    (void)state;
+    sophon_records *set = NULL;
+    char err[128] = "";
+    FILE *f = fopen(SOPHON_PHOTOS_RECORDS_CSV, "r");
+    if (!f)
+        fail_msg("cannot open %s", SOPHON_PHOTOS_RECORDS_CSV);
+    int rc = sophon_records_read_csv(&set, f, err, sizeof(err));
+    fclose(f);
+    if (rc < 0)
+        fail_msg("read: %d %s", rc, err);
+    assert_int_equal(sophon_records_count(set), 289);
+    static const double cores[] = {0.25, 0.5, 1.0};
+    int near = 0, total = 0;
+    double worst = 0;
+    for (size_t c = 0; c < sizeof(cores) / sizeof(cores[0]); c++)
+        for (int mbit = 300; mbit <= 700; mbit += 20) {
+            struct sophon_budget b = SOPHON_BUDGET_INIT;
+            b.bandwidth_Bps = mbit * 1e6 / 8;
+            b.storage_cores = cores[c];
+            b.storage_speed = 0.52; /* the dev cluster's calibration */
+            b.client_cores = 0.53;  /* one client core at the profiling client's speed */
+            struct sophon_plan *sel = plan(set, &b, SOPHON_POLICY_SELECTIVE);
+            assert_true(sel->lower_bound_s <= sel->epoch_s * (1 + 1e-12));
+            assert_true(sel->epoch_s <= sel->lp_s + sel->rounding_bound_s + 1e-9 * sel->lp_s);
+            worst = fmax(worst, sel->epoch_s / sel->lower_bound_s - 1);
+            near += sel->epoch_s <= sel->lower_bound_s * 1.01;
+            total++;
+            sophon_plan_free(sel);
+        }
+    print_message("selective, photos: within 1%% of the LP bound on %d of %d budgets, worst "
+                  "+%.3g%%\n",
+                  near, total, worst * 100);
+    assert_int_equal(near, total);
+    sophon_records_free(set);
 }
 
 /* ---- properties ----------------------------------------------------------------------------- */
@@ -819,6 +866,7 @@ int main(void)
         cmocka_unit_test(openimages_ample_storage_sends_oracle_bytes),
         cmocka_unit_test(openimages_selective_dominates),
         cmocka_unit_test(selective_vs_exhaustive),
+        cmocka_unit_test(selective_photos_sweep),
         cmocka_unit_test(more_bandwidth_never_slower),
         cmocka_unit_test(zero_storage_cores_offload_nothing),
         cmocka_unit_test(limit_pixels),
