@@ -579,6 +579,18 @@ static int basic_mixture(const struct sophon__problem *p, const struct colgen *c
     return 0;
 }
 
+/* The next combination of support stages of fr[0..nf) in pick[] (an odometer, the first sample
+ * turning fastest): 1, or 0 when every one has been visited and pick[] is back at all zeros. */
+static int next_pick(int pick[3], const struct frac *fr, size_t nf)
+{
+    for (size_t e = 0; e < nf; e++) {
+        if (++pick[e] < fr[e].ns)
+            return 1;
+        pick[e] = 0;
+    }
+    return 0;
+}
+
 /*
  * Step 3 of the top comment: the bound Delta of rounding the (at most 3) fractional samples
  * fr[0..nf), then the best of their rounding choices (every combination of support stages) into
@@ -609,15 +621,7 @@ static void round_fractional(const struct sophon__problem *p, const struct frac 
     int pick[3] = {0, 0, 0}, best[3] = {0, 0, 0};
     double bestl[R];
     memcpy(bestl, load, sizeof(bestl));
-    for (;;) {
-        int e;
-        for (e = 0; e < (int)nf; e++) {
-            if (++pick[e] < fr[e].ns)
-                break;
-            pick[e] = 0;
-        }
-        if (e == (int)nf)
-            break;
+    while (next_pick(pick, fr, nf)) {
         double nl[R];
         memcpy(nl, load, sizeof(nl));
         for (size_t q = 0; q < nf; q++) {
@@ -640,9 +644,10 @@ static int solve(const struct sophon__problem *p, uint8_t *stage, struct sophon_
 
 /*
  * Step 5: each combination of the fractional samples' support stages fixed (their other stages
- * made impossible in a copy of the problem) and the rest solved again, branching depth - 1
- * further; stage[] and load[] become the best (lexicographically, as local_search) of what they
- * held and every branch's plan after a local search with everything free. Returns 0 or -ENOMEM.
+ * made impossible in one copy of the problem, restored after each) and the rest solved again,
+ * branching depth - 1 further; stage[] and load[] become the best (lexicographically, as
+ * local_search) of what they held and every branch's plan after a local search with everything
+ * free. Returns 0 or -ENOMEM.
  */
 static int branch(const struct sophon__problem *p, const struct frac *fr, size_t nf, uint8_t *stage,
                   double load[R], int depth)
@@ -657,8 +662,8 @@ static int branch(const struct sophon__problem *p, const struct frac *fr, size_t
         rc = -ENOMEM;
         goto done;
     }
-    for (;;) {
-        memcpy(q.a, p->a, size);
+    memcpy(q.a, p->a, size);
+    do {
         for (size_t e = 0; e < nf; e++)
             for (int s = 0; s < S; s++)
                 if (s != fr[e].st[pick[e]])
@@ -676,15 +681,10 @@ static int branch(const struct sophon__problem *p, const struct frac *fr, size_t
             memcpy(stage, st, n);
             memcpy(load, nl, sizeof(nl));
         }
-        size_t e;
-        for (e = 0; e < nf; e++) {
-            if (++pick[e] < fr[e].ns)
-                break;
-            pick[e] = 0;
-        }
-        if (e == nf)
-            break;
-    }
+        /* Only the fixed samples' rows differ from p: put them back. */
+        for (size_t e = 0; e < nf; e++)
+            memcpy(q.a + fr[e].i * S * R, p->a + fr[e].i * S * R, S * R * sizeof(double));
+    } while (next_pick(pick, fr, nf));
 done:
     free(q.a);
     free(st);
