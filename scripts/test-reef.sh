@@ -376,4 +376,12 @@ build /build/Debug Debug >/dev/null
 log "built in $((SECONDS - t))s (RelWithDebInfo for the tests, Release and Debug for warnings)"
 
 step "unit, fuzz-corpus and integration tests in the root (logs under $root/build)"
-run_in_root sh -c 'cd /build && exec ctest --output-on-failure -E "$0" "$@"' "$host_only" "$@"
+if [ $# -eq 0 ]; then
+    # As on the host (test.sh): the tests that need no cluster $jobs at a time, then the
+    # cluster's one at a time.
+    no_cluster='^(unit\.|fuzz\.|integration\.exact_)'
+    run_in_root sh -c 'cd /build && ctest --output-on-failure -j "$2" -R "$1" -E "$0" &&
+        exec ctest --output-on-failure -E "$0|$1"' "$host_only" "$no_cluster" "$jobs"
+else
+    run_in_root sh -c 'cd /build && exec ctest --output-on-failure -E "$0" "$@"' "$host_only" "$@"
+fi

@@ -22,17 +22,7 @@ TOOL="$BUILD/test/exact/prep_tool"
 [ -x "$TOOL" ] || { echo "no $TOOL: build first (cmake --build $BUILD)" >&2; exit 2; }
 "$HERE/../../scripts/fetch-corpus.sh" "$CACHE" >/dev/null
 
-# One set per version of the generator, so that a changed generator gets its files made.
-SYN="$CACHE/synthetic-$(sha256sum "$HERE/gen_synthetic.py" | cut -c1-12)"
-if [ ! -f "$SYN/list.txt" ]; then
-    mkdir -p "$SYN"
-    photo=$(grep -m1 -i 'backgrounds.*\.jpg$' "$CACHE/list.txt" || true)
-    "$PY" "$HERE/gen_synthetic.py" "$SYN/pattern" > "$SYN/list.tmp"
-    if [ -n "$photo" ]; then
-        "$PY" "$HERE/gen_synthetic.py" "$SYN/photo" "$photo" >> "$SYN/list.tmp"
-    fi
-    mv "$SYN/list.tmp" "$SYN/list.txt"
-fi
+SYN=$("$HERE/synthetic.sh" "$CACHE")
 
 status=0
 echo "== real photos ($CACHE/list.txt), against $REFERENCE"

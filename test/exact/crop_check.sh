@@ -9,9 +9,7 @@ build=$1 corpus=$2 every=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 awk -v e="$every" '(NR - 1) % e == 0' "$corpus/list.txt" > "$work/list"
-for d in "$corpus"/synthetic-*/; do
-    [ -f "$d/list.txt" ] && cat "$d/list.txt" >> "$work/list"
-done
+cat "$("$here/synthetic.sh" "$corpus")/list.txt" >> "$work/list"
 echo "$(wc -l < "$work/list") JPEGs, two boxes each"
 mkdir "$work/crops"
 "$build/test/exact/prep_tool" crops "$work/list" "$work/crops" > "$work/crops.tsv"
