@@ -44,5 +44,8 @@ for pkg in $PKGS; do
     touch "$dest/.done"
 done
 
-find "$CACHE/pkg" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | LC_ALL=C sort > "$CACHE/list.txt"
+# Into a file of this run's own, then renamed: tests running side by side call this script and
+# read the list, and a rename never shows them a half-written one.
+find "$CACHE/pkg" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | LC_ALL=C sort > "$CACHE/list.txt.$$"
+mv -f "$CACHE/list.txt.$$" "$CACHE/list.txt"
 echo "$(wc -l < "$CACHE/list.txt") JPEG files listed in $CACHE/list.txt"
