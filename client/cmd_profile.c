@@ -243,23 +243,82 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
 struct calibration {
     double storage_speed, client_speed;
     size_t measured;
+    size_t passes;               /* passes over the measured objects */
+    double client_lo, client_hi; /* the passes' least and greatest client speeds */
 };
+
+/* Passes over the calibration's objects; the speeds are the median pass's. */
+#define CALIBRATION_PASSES 3
+
+/* One object of the calibration prepared in the OSD and here: its CPU seconds in each into *osd_s
+ * and *local_s. *wire: the class's wire version, asked on first use. Returns 0 or a negative
+ * errno (said for the OSD's). */
+static int calibrate_one(struct cli *c, const char *name, const struct sophon_prep_params *p,
+                         uint16_t *wire, double *osd_s, double *local_s)
+{
+    char *resp;
+    size_t resp_len;
+    struct sophon_response h;
+    const uint8_t *payload;
+    int r = *wire != 0 ? 0 : sophon__class_wire(wire, c->io, name);
+    if (r == 0)
+        r = sophon__remote_prep(&resp, &resp_len, c->io, name, p, *wire);
+    if (r < 0) {
+        fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n", name,
+                strerror(-r));
+        return r;
+    }
+    /* sophon__remote_prep has decoded it once: this cannot fail. */
+    r = sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
+    rados_buffer_free(resp);
+    if (r < 0)
+        return r;
+    *osd_s = (double)h.cpu_ns / 1e9;
+    uint8_t *jpeg, *out;
+    size_t len, out_len;
+    char err[256];
+    if ((r = sophon__read_object(&jpeg, &len, c->io, name, SOPHON_MAX_OBJECT_BYTES)) < 0)
+        return r;
+    uint64_t t0 = sophon__thread_cpu_ns();
+    r = sophon__local_prep(&out, &out_len, jpeg, len, p, err, sizeof(err));
+    *local_s = (double)(sophon__thread_cpu_ns() - t0) / 1e9;
+    free(jpeg);
+    if (r == 0)
+        free(out);
+    return r;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 /*
  * The same requests (RandomResizedCrop boxes) on a sample of objects, prepared in the OSD (its CPU
  * time comes back in the response) and here (this thread's CPU time), against the cost model's
- * figure for them. The planner divides the records' costs (the model's) by these speeds, as the
- * loader does with the speeds it measures over its epochs: the model's error on these images
- * (small ones cost more than it counts) goes into them, not into the plans.
+ * figure for each box, as the loader counts its samples'. The planner divides the records' costs
+ * (the model's) by these speeds, as the loader does with the speeds it measures over its epochs:
+ * the model's error on these images (small ones cost more than it counts) goes into them, not
+ * into the plans. This machine's CPU time for the same work varies by a fifth from one minute to
+ * the next, and a few large photos carry most of a sample's: one pass over the sample gave speeds
+ * from 0.51 to 0.80 on the same 64 objects and boxes. CALIBRATION_PASSES passes, one after the
+ * other, and the median pass's speed on each side.
  */
 static struct calibration calibrate(struct cli *c, const struct item *items, size_t n,
                                     uint64_t sample)
 {
-    double osd = 0, local = 0, model = 0;
-    size_t done = 0, step = n / (sample ? sample : 1);
+    double osd[CALIBRATION_PASSES] = {0}, local[CALIBRATION_PASSES] = {0}, model = 0;
+    double sspeed[CALIBRATION_PASSES], cspeed[CALIBRATION_PASSES];
+    size_t done = 0, step = n / (sample ? sample : 1), *pick = malloc((n ? n : 1) * sizeof(*pick));
+    struct sophon_prep_params *params = malloc((n ? n : 1) * sizeof(*params));
     uint16_t wire = 0;
+    struct calibration k = {0};
+    if (pick == NULL || params == NULL)
+        goto out;
     if (step == 0)
         step = 1;
+    /* The first pass picks the objects: those it could prepare in both places. */
     for (size_t i = 0; i < n && done < sample; i += step) {
         const struct item *it = &items[i];
         /* Only objects probed in this run have their header facts at hand. */
@@ -267,46 +326,47 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
             continue;
         struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
         sophon_draw_crop(&p, 0x50f0, 0, i, it->probe.info.width, it->probe.info.height, NULL);
-        char *resp;
-        size_t resp_len;
-        struct sophon_response h;
-        const uint8_t *payload;
-        /* The class's wire version, asked once. */
-        int r = wire != 0 ? 0 : sophon__class_wire(&wire, c->io, it->name);
-        if (r == 0)
-            r = sophon__remote_prep(&resp, &resp_len, c->io, it->name, &p, wire);
-        if (r < 0) {
-            fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n",
-                    it->name, strerror(-r));
+        double osd_s, local_s;
+        if (calibrate_one(c, it->name, &p, &wire, &osd_s, &local_s) < 0)
             continue;
-        }
-        /* sophon__remote_prep has decoded it once: this cannot fail. */
-        r = sophon_response_decode(&h, &payload, (const uint8_t *)resp, resp_len);
-        rados_buffer_free(resp);
-        if (r < 0)
-            continue;
-        double osd_s = (double)h.cpu_ns / 1e9;
-        uint8_t *jpeg, *out;
-        size_t len, out_len;
-        char err[256];
-        if (sophon__read_object(&jpeg, &len, c->io, it->name, SOPHON_MAX_OBJECT_BYTES) < 0)
-            continue;
-        uint64_t t0 = sophon__thread_cpu_ns();
-        r = sophon__local_prep(&out, &out_len, jpeg, len, &p, err, sizeof(err));
-        double local_s = (double)(sophon__thread_cpu_ns() - t0) / 1e9;
-        free(jpeg);
-        if (r < 0)
-            continue;
-        free(out);
         struct sophon_record rec = probed_record(it);
-        osd += osd_s;
-        local += local_s;
-        model += sophon_cost_model_decode_s(&rec, NULL);
-        done++;
+        double area = (double)rec.width * rec.height;
+        osd[0] += osd_s;
+        local[0] += local_s;
+        /* The box's figure, not the expectation over all boxes: the loader's speeds are its
+         * samples' boxes' figures over their CPU. */
+        model += sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+        params[done] = p;
+        pick[done++] = i;
     }
-    struct calibration k = {0, 0, done};
-    if (done > 0 && osd > 0 && local > 0 && model > 0)
-        k = (struct calibration){model / osd, model / local, done};
+    if (done == 0 || model <= 0)
+        goto out;
+    size_t passes = 1;
+    for (; passes < CALIBRATION_PASSES; passes++) {
+        size_t j = 0;
+        for (; j < done; j++) {
+            double osd_s, local_s;
+            if (calibrate_one(c, items[pick[j]].name, &params[j], &wire, &osd_s, &local_s) < 0)
+                break;
+            osd[passes] += osd_s;
+            local[passes] += local_s;
+        }
+        if (j < done) /* an object gone meanwhile: the passes complete so far */
+            break;
+    }
+    for (size_t q = 0; q < passes; q++) {
+        if (!(osd[q] > 0 && local[q] > 0))
+            goto out;
+        sspeed[q] = model / osd[q];
+        cspeed[q] = model / local[q];
+    }
+    qsort(sspeed, passes, sizeof(double), by_value);
+    qsort(cspeed, passes, sizeof(double), by_value);
+    k = (struct calibration){sspeed[passes / 2], cspeed[passes / 2], done, passes,
+                             cspeed[0],          cspeed[passes - 1]};
+out:
+    free(pick);
+    free(params);
     return k;
 }
 
@@ -581,8 +641,10 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
     if (r < 0)
         cli_error(&a->c, "writing the calibration failed: %s", strerror(-r));
     printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; the cost "
-           "model's CPU runs at %.2fx in an OSD core and %.2fx here (the plans' speeds)\n",
-           k.measured, k.storage_speed / k.client_speed, k.storage_speed, k.client_speed);
+           "model's CPU runs at %.2fx in an OSD core and %.2fx here (the plans' speeds; the median "
+           "of %zu passes, here %.2f to %.2f)\n",
+           k.measured, k.storage_speed / k.client_speed, k.storage_speed, k.client_speed, k.passes,
+           k.client_lo, k.client_hi);
 }
 
 /* The whole profile of the dataset's objects (*items, *n: the caller frees them). Returns 0 or

@@ -26,6 +26,11 @@ grep -Eq "5 objects; 5 profiled \(new or changed\), 0 unchanged" <<<"$out" &&
     ok "the first profile makes a record per object" || bad "first profile: $out"
 grep -Eq "calibration on 3 objects: an OSD core is [0-9.]+x as fast" <<<"$out" &&
     ok "it calibrates the OSDs against this client" || bad "no calibration: $out"
+# The client's speed is the median of three passes over the same objects, within their range.
+passes=$(sed -nE 's/.*and ([0-9.]+)x here .*median of ([0-9]+) passes, here ([0-9.]+) to ([0-9.]+)\).*/\1 \2 \3 \4/p' <<<"$out")
+read -r med np lo hi <<<"$passes"
+[ "$np" = 3 ] && awk -v m="$med" -v a="$lo" -v b="$hi" 'BEGIN { exit !(a <= m && m <= b && a > 0) }' &&
+    ok "the speeds are the median of 3 passes ($lo <= $med <= $hi)" || bad "passes '$passes': $out"
 # The speeds the plans divide the cost model's CPU by, stored in the index: every client's plan
 # starts from them (the OSDs' and the profiling client's; a profile before 0.3 stored the first).
 speeds=$(sed -nE 's/.*runs at ([0-9.]+)x in an OSD core and ([0-9.]+)x here.*/\1 \2/p' <<<"$out")
