@@ -377,11 +377,10 @@ log "built in $((SECONDS - t))s (RelWithDebInfo for the tests, Release and Debug
 
 step "unit, fuzz-corpus and integration tests in the root (logs under $root/build)"
 if [ $# -eq 0 ]; then
-    # As on the host (test.sh): the tests that need no cluster $jobs at a time, then the
-    # cluster's one at a time.
-    no_cluster='^(unit\.|fuzz\.|integration\.exact_)'
-    run_in_root sh -c 'cd /build && ctest --output-on-failure -j "$2" -R "$1" -E "$0" &&
-        exec ctest --output-on-failure -E "$0|$1"' "$host_only" "$no_cluster" "$jobs"
+    # As on the host (test.sh): the tests that need no cluster (label nocluster) $jobs at a
+    # time, then the cluster's one at a time.
+    run_in_root sh -c 'cd /build && ctest --output-on-failure -j "$1" -L nocluster -E "$0" &&
+        exec ctest --output-on-failure -LE nocluster -E "$0"' "$host_only" "$jobs"
 else
     run_in_root sh -c 'cd /build && exec ctest --output-on-failure -E "$0" "$@"' "$host_only" "$@"
 fi

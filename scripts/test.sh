@@ -38,14 +38,13 @@ step "build ($build, -Werror)"
 configure "$build" "${CC:-gcc}" OFF
 cmake --build "$build" -j "$jobs"
 
-# The tests that need no cluster (unit, valgrind, fuzz corpora, the exactness checks against
-# Pillow and libjpeg) two or more at a time: 5 minutes here instead of 12. Then the cluster's,
-# one at a time (the shaped testbed's measure rates and CPU).
-no_cluster='^(unit\.|fuzz\.|integration\.exact_)'
+# The tests that need no cluster (label nocluster: unit, valgrind, fuzz corpora, the exactness
+# checks against Pillow and libjpeg) two or more at a time: 5 minutes here instead of 12. Then
+# the cluster's, one at a time (the shaped testbed's measure rates and CPU).
 step "unit tests and exactness checks, $jobs at a time"
-(cd "$build" && ctest --output-on-failure -j "$jobs" -R "$no_cluster")
+(cd "$build" && ctest --output-on-failure -j "$jobs" -L nocluster)
 step "integration tests on the dev cluster"
-(cd "$build" && ctest --output-on-failure -E "$no_cluster")
+(cd "$build" && ctest --output-on-failure -LE nocluster)
 
 step "ASan+UBSan build ($asan, clang): unit tests, fuzz corpora, the class in an ASan OSD"
 configure "$asan" clang ON
