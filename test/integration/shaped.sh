@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# shaped.sh MODE BUILD DIR [CORPUS] - the shaped testbed of vstart.sh (--net, --osd-cores, exec),
-# each mode on a cluster of its own in DIR, started here and stopped in a trap:
+# shaped.sh MODE BUILD DIR [CORPUS] - the shaped testbed of vstart.sh (--net, --osd-cores, exec):
 #   rate       the link carries what --net asked, in both directions, and no more
 #   cap        the OSDs together use at most --osd-cores of CPU, and do use it under load
 #   stop       stop removes the namespaces, veth, qdiscs and cgroup, also after the daemons were
@@ -14,6 +13,11 @@
 #              15% and OSDs capped at 0.5 cores, and plans for them
 #   ranks      two ranks of one job plan the same job plan and take their shards of it, within
 #              the OSDs' cap together
+# cap (two OSDs) and stop (which kills its daemons) start a cluster of their own in DIR and stop
+# it in a trap. The others share one cluster of one OSD in DIR, which `setup` starts (fresh) and
+# `teardown` stops (ctest's fixture shaped_testbed): each sets the link and the cap it needs on
+# it (vstart.sh start on a running cluster applies them) and leaves it running, its link up. Run
+# by hand without setup, such a mode starts the cluster itself; teardown stops it.
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -26,9 +30,18 @@ pool=sophon
 . "$here/expect.sh"
 work=$(mktemp -d)
 load_pid=
+case "$mode" in
+cap | stop) shared= ;;
+*) shared=1 ;;
+esac
 cleanup() {
     [ -z "$load_pid" ] || kill -TERM -- "-$load_pid" 2>/dev/null
-    "$cluster" cleanup "$dir" "$build" >/dev/null 2>&1
+    if [ -z "$shared" ]; then
+        "$cluster" cleanup "$dir" "$build" >/dev/null 2>&1
+    elif [ -n "${ns_cli:-}" ]; then
+        # The next mode's link is up, whatever this one did to it.
+        ip -n "$ns_cli" link set "$veth_cli" up 2>/dev/null
+    fi
     [ -n "${SOPHON_KEEP_WORK:-}" ] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,9 +52,12 @@ die() {
 }
 [ "$(id -u)" = 0 ] || die "the shaped testbed needs root (network namespaces, tc, cgroups)"
 
-start() { # vstart start arguments
-    "$cluster" setup "$dir" "$build" "$@" >"$work/start.log" 2>&1 ||
-        { cat "$work/start.log"; die "vstart.sh start $* failed (above)"; }
+start() { # vstart start arguments: a fresh cluster, or the shared one with this link and cap
+    if [ -n "$shared" ]; then
+        "$vstart" start --dir "$dir" --build "$build" "$@" >"$work/start.log" 2>&1
+    else
+        "$cluster" setup "$dir" "$build" "$@" >"$work/start.log" 2>&1
+    fi || { cat "$work/start.log"; die "vstart.sh start $* failed (above)"; }
 }
 on_client() { "$vstart" exec --dir "$dir" -- "$@"; }
 # A dataset NAME of PER_CLASS photos per class of the corpus, put and profiled (SAMPLE objects
@@ -381,7 +397,7 @@ Image.frombytes("RGB", (4000, 3000), random.randbytes(4000 * 3000 * 3)).save(sys
 # kernel has sch_netem; a link down is the same outage to TCP.)
 mode_linkcut() {
     [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
-    start --osds 1 --net 100Mbit
+    start --osds 1 --net 100Mbit --osd-cores 2
     names
     local ds=cut
     client_dataset "$ds" 8 0
@@ -541,6 +557,10 @@ mode_ranks() {
 
 case "$mode" in
 rate | cap | stop | selective | control | linkcut | measure | ranks) "mode_$mode" ;;
-*) die "unknown mode '$mode': rate, cap, stop, selective, control, linkcut, measure or ranks" ;;
+setup)
+    "$cluster" setup "$dir" "$build" --osds 1 --net 100Mbit --osd-cores 1 || die "setup failed"
+    ;;
+teardown) "$cluster" cleanup "$dir" "$build" || die "teardown failed" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective, control, linkcut, measure, ranks, setup or teardown" ;;
 esac
 finish
