@@ -21,6 +21,10 @@
 #             (default 2): the measured budget's target compares the medians of their epochs,
 #             the machine's noise between two single runs being about as large as the 5% asked.
 #             The extra runs are named true#2, measured#2, ... in epochs.csv.
+#   PG_NUM    the data pool's placement groups (default 128, about 43 an OSD, as real clusters
+#             run ~100; vstart.sh's 16 is 5 an OSD). A class call holds its PG, and a read in
+#             the PG of a preparation waits for all of it (BENCHMARKS.md): with 5 PGs an OSD the
+#             first second of an epoch at 100Mbit/0.1 cores had the link 35-52% busy.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$here/../..
@@ -28,6 +32,7 @@ build=$(cd "$1" && pwd) corpus=${2:-$HOME/.cache/sophon-corpus}
 rates=${RATES:-50Mbit 100Mbit 200Mbit 500Mbit} caps=${CAPS:-0.1 0.25 0.5 1.0}
 datasets=${DATASETS:-photos oi} policies=${POLICIES:-none resize sophon selective oracle}
 epochs=${EPOCHS:-3} prefetch=${PREFETCH:-} results=${RESULTS:-$build/bench-epoch} pairs=${PAIRS:-2}
+pg_num=${PG_NUM:-128}
 sophon=$build/client/sophon
 vstart=$top/vstart/vstart.sh
 dir=$build/bench-epoch-cluster
@@ -45,7 +50,7 @@ first_rate=${rates%% *}
 first_cap=$(printf '%s\n' $caps | sort -g | tail -n 1)
 "$vstart" stop --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-"$vstart" start --build "$build" --dir "$dir" --pool "$pool" --osds 3 --net "$first_rate" \
+"$vstart" start --build "$build" --dir "$dir" --pool "$pool" --pg-num "$pg_num" --osds 3 --net "$first_rate" \
     --osd-cores "$first_cap" >/dev/null
 cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
 for ds in $datasets; do
