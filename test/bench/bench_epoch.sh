@@ -46,12 +46,12 @@ progress() { [ -t 2 ] && printf '\r\033[K%s' "$*" >&2 || true; }
 # The datasets are profiled under the grid's largest cap: at 0.1 cores the OSDs' CPU for the
 # same preparations was 7-12% higher than at 0.25 to 1 (where it is flat; the 28th stop's grids),
 # and the profile's speeds plan every cell's first epoch.
-first_rate=${rates%% *}
-first_cap=$(printf '%s\n' $caps | sort -g | tail -n 1)
+profile_rate=${rates%% *}
+profile_cap=$(printf '%s\n' $caps | sort -g | tail -n 1)
 "$vstart" stop --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-"$vstart" start --build "$build" --dir "$dir" --pool "$pool" --pg-num "$pg_num" --osds 3 --net "$first_rate" \
-    --osd-cores "$first_cap" >/dev/null
+"$vstart" start --build "$build" --dir "$dir" --pool "$pool" --pg-num "$pg_num" --osds 3 --net "$profile_rate" \
+    --osd-cores "$profile_cap" >/dev/null
 cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
 for ds in $datasets; do
     progress "making and profiling the $ds dataset"
