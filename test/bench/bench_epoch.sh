@@ -15,8 +15,9 @@
 #   DATASETS  photos (the main job's) and/or oi (OpenImages-like, scripts/make-openimages-like.py)
 #             (default "photos oi")
 #   POLICIES  (default "none resize sophon selective oracle")
-#   EPOCHS    per run (default 3), PREFETCH batches (default: the loader's choice), RESULTS
-#             (default BUILD/bench-epoch)
+#   EPOCHS    per run (default 4: the target is the last of 4 epochs against the first; the
+#             epoch's figure is the median of all of them), PREFETCH batches (default: the
+#             loader's choice), RESULTS (default BUILD/bench-epoch)
 #   PAIRS     selective's runs with the true budget and with the budget measured, alternated
 #             (default 2): the measured budget's target compares the medians of their epochs,
 #             the machine's noise between two single runs being about as large as the 5% asked.
@@ -31,7 +32,7 @@ top=$here/../..
 build=$(cd "$1" && pwd) corpus=${2:-$HOME/.cache/sophon-corpus}
 rates=${RATES:-50Mbit 100Mbit 200Mbit 500Mbit} caps=${CAPS:-0.1 0.25 0.5 1.0}
 datasets=${DATASETS:-photos oi} policies=${POLICIES:-none resize sophon selective oracle}
-epochs=${EPOCHS:-3} prefetch=${PREFETCH:-} results=${RESULTS:-$build/bench-epoch} pairs=${PAIRS:-2}
+epochs=${EPOCHS:-4} prefetch=${PREFETCH:-} results=${RESULTS:-$build/bench-epoch} pairs=${PAIRS:-2}
 pg_num=${PG_NUM:-128}
 sophon=$build/client/sophon
 vstart=$top/vstart/vstart.sh
