@@ -155,7 +155,11 @@ errs = []
 for (ds, rate, cap), runs in cells.items():
     for (run, pol), rs in singles[(ds, rate, cap)].items():
         if not run.startswith("rank"):  # rank0, rank1, ranks: the two ranks' rows
-            target("last epoch within 1.05x of the first", float(rs[-1]["seconds"]) <= 1.05 * float(rs[0]["seconds"]))
+            # The plans of sophon's rule and selective follow what the epochs measure; the fixed
+            # policies' do not, and show what the machine and the epochs' crops do alone.
+            fixed = pol in ("none", "all", "resize", "oracle")
+            target("last epoch within 1.05x of the first" + (" (fixed plans, the control)" if fixed else ""),
+                   float(rs[-1]["seconds"]) <= 1.05 * float(rs[0]["seconds"]))
     print(f"\n{ds}, {rate}, OSDs capped at {cap} cores:\n")
     print("| policy | MB | epoch s (median) | model s | model error | OSD CPU s (cgroup) | vs none | vs sophon | last / first |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -202,6 +206,9 @@ for (ds, rate, cap), runs in cells.items():
                    float(pl["sophon"]["epoch_s"]) >= 1.3 * bound)
         if binds and sel and "sophon" in true:
             target("where storage binds: selective 1.3x faster than sophon's rule", true["sophon"] >= 1.3 * sel)
+        if binds and statics:
+            target("where storage binds: 1.5x over the best static policy possible at all (its model / the LP bound)",
+                   min(statics) >= 1.5 * bound)
         st = [true[p] for p in ("none", "all", "resize") if p in true]
         if binds and sel and st:
             target("where storage binds: selective 1.5x faster than the best static policy", min(st) >= 1.5 * sel)
