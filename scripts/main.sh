@@ -25,8 +25,8 @@ cmake --build "$build" -j "$(nproc)"
 # The bottleneck sophon is for, made on this machine (vstart.sh's testbed): the OSDs behind a
 # 100 Mbit/s link, all of them together capped at half a core. There the policies differ: the
 # stored photos take about 4 s an epoch to cross the link, and the OSDs cannot prepare them all.
-# The pool gets 128 placement groups (about 43 an OSD; real clusters run ~100, vstart.sh's
-# default 16 is 5): a preparation holds its PG, and the reads that land in it wait for it.
+# vstart.sh gives the pool 128 placement groups (32 an OSD, rounded up; real clusters run ~100):
+# a preparation holds its PG, and the reads that land in it wait for it.
 net=100Mbit osd_cores=0.5
 cluster=$build/testbed
 vstart=("$top/vstart/vstart.sh")
@@ -34,7 +34,7 @@ on_client() { "${vstart[@]}" exec --dir "$cluster" -- "$@"; }
 sophon() { on_client "$build/client/sophon" "$@"; }
 
 step "dev cluster: 3 OSDs behind a $net link, capped at $osd_cores cores together"
-"${vstart[@]}" start --build "$build" --dir "$cluster" --pool "$pool" --pg-num 128 --osds 3 --net "$net" \
+"${vstart[@]}" start --build "$build" --dir "$cluster" --pool "$pool" --osds 3 --net "$net" \
     --osd-cores "$osd_cores" >/dev/null
 "${vstart[@]}" status --dir "$cluster" --build "$build"
 

@@ -20,10 +20,12 @@ Usage: vstart/vstart.sh start [--osds N] [--dir DIR] [--pool NAME] [--pg-num N] 
        vstart/vstart.sh osd-cpu [--dir DIR]
 
 start   starts a mon, a mgr and N OSDs (default 1) with memstore, creates a replicated data pool
-        (default 'sophon', size 1), the key client.sophon (read, write and call classes on that
-        pool only) and client.sophon-read (read only: no class calls). Idempotent: a running
-        cluster is left alone (a new --net RATE or --osd-cores N is applied to it), a stopped
-        one is restarted with its data.
+        (default 'sophon', size 1, with --pg-num placement groups: by default 32 an OSD rounded
+        up to a power of two, 32 for 1 OSD and 128 for 3, as a sophon call holds its placement
+        group and reads of other objects in it wait), the key client.sophon (read, write and
+        call classes on that pool only) and client.sophon-read (read only: no class calls).
+        Idempotent: a running cluster is left alone (a new --net RATE or --osd-cores N is
+        applied to it), a stopped one is restarted with its data.
 stop    stops the daemons of the cluster in DIR, and only those, then removes what the testbed
         made (below): its namespaces with their veth and qdiscs, and its cgroup, also stale ones
         left by an earlier run of the same DIR that crashed. Nothing else is touched.
@@ -85,7 +87,7 @@ osds=1
 build=${SOPHON_BUILD_DIR:-$top/build}
 dir=
 pool=sophon
-pg_num=16
+pg_num=
 with_mgr=1
 net= delay= osd_cores= exec_argv=()
 while [ $# -gt 0 ]; do
@@ -110,6 +112,11 @@ while [ $# -gt 0 ]; do
 done
 case "$osds" in '' | *[!0-9]* | 0) die "--osds wants a positive number, not '$osds'" ;; esac
 [ "$osds" -le 16 ] || die "--osds: at most 16 on one machine"
+if [ -z "$pg_num" ]; then
+    pg_num=1
+    while [ "$pg_num" -lt $((32 * osds)) ]; do pg_num=$((pg_num * 2)); done
+fi
+case "$pg_num" in *[!0-9]* | 0) die "--pg-num wants a positive number, not '$pg_num'" ;; esac
 build=$(mkdir -p "$build" && cd "$build" && pwd)
 dir=${dir:-$build/vstart}
 mkdir -p "$dir"

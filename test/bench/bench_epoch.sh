@@ -23,9 +23,10 @@
 #             the machine's noise between two single runs being about as large as the 5% asked.
 #             The extra runs are named true#2, measured#2, ... in epochs.csv.
 #   PG_NUM    the data pool's placement groups (default 128, about 43 an OSD, as real clusters
-#             run ~100; vstart.sh's 16 is 5 an OSD). A class call holds its PG, and a read in
-#             the PG of a preparation waits for all of it (BENCHMARKS.md): with 5 PGs an OSD the
-#             first second of an epoch at 100Mbit/0.1 cores had the link 35-52% busy.
+#             run ~100; vstart.sh's old default, 16, was 5 an OSD). A class call holds its PG,
+#             and a read in the PG of a preparation waits for all of it (BENCHMARKS.md): with 5
+#             PGs an OSD the first second of an epoch at 100Mbit/0.1 cores had the link 35-52%
+#             busy.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$here/../..
