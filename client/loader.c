@@ -35,6 +35,7 @@
 #include "epoch_order.h"
 #include "estimate.h"
 #include "osd_cpu.h"
+#include "pool_pgs.h"
 #include "loader_versions.h"
 #include "prep_call.h"
 #include "prep_response.h"
@@ -1174,6 +1175,23 @@ static void find_osds(struct sophon_loader *l)
             strerror(-r), SOPHON_SEL_OSD_OP_S * 1e3);
 }
 
+/* Says when the pool has few placement groups for its OSDs (pool_pgs.h): a preparation holds
+ * its PG, and the loader's reads of other objects in it wait for all of it. Quiet when the
+ * monitors cannot be asked (a key without mon 'allow r'): it is advice. */
+static void check_pgs(struct sophon_loader *l, const char *pool)
+{
+    unsigned pg_num = 0, osds = 0, want = 0;
+    if (sophon__pool_pgs(l->cluster, pool, &pg_num, &osds) < 0 ||
+        !sophon__pgs_too_few(pg_num, osds, &want))
+        return;
+    say(l,
+        "note: pool %s has %u placement groups for the cluster's %u OSDs (%.1f an OSD); an OSD "
+        "preparing a sample holds its placement group, and reads of other objects in it wait "
+        "for the whole preparation: %u or more spread that thinner (ceph osd pool set %s pg_num "
+        "%u; README, On a real cluster)",
+        pool, pg_num, osds, (double)pg_num / osds, want, pool, want);
+}
+
 /* Starts the epoch's interval of the OSD processes' CPU (mu not held, nothing in flight):
  * l->osd_interval 1 when each answered (a process that changed starts again from its answer,
  * osd_cpu.h), 0 when there is nothing to count. */
@@ -1420,6 +1438,8 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     }
     if (l->class_ok)
         find_osds(l);
+    if (l->class_ok && policy != SOPHON_POLICY_NONE)
+        check_pgs(l, pool);
     if (measure_cores && l->class_ok) {
         /* This rank's share of the OSDs, while the other ranks measure too: the job's is the
          * world's. */

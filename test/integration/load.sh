@@ -52,6 +52,12 @@ crops=$(grep -o ' crop_samples=[0-9]*' <<<"$st" | cut -d= -f2)
     ok "selective offloads $off of $n samples ($crops as crops), two ways of sending at least" ||
     bad "selective does not split: $st"
 
+# The dev cluster's pool has 32 placement groups an OSD or more (vstart.sh): no note on them
+# (three_osds.sh has the pool with too few).
+grep -q "placement groups" "$work/selective.log.err" &&
+    bad "a note on placement groups for a pool with enough: $(grep "placement groups" "$work/selective.log.err")" ||
+    ok "no note on placement groups (the pool has enough an OSD)"
+
 # Preparations started ahead of their turn, in the places of the window kept for them (2 of 8,
 # 8 of 32), with the class's responses arriving out of order: the epoch is the same, byte for
 # byte. A window of 1 keeps none (the fault tests' one operation at a time).

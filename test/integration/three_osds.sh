@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # three_osds.sh - a 3-OSD dev cluster starts, spreads a pool's objects over its OSDs, answers
-# with the class on each of them, and stops leaving no daemon behind.
-# $1: build dir, $2: cluster dir.
+# with the class on each of them, tells a loader that its pool has few placement groups an OSD,
+# and stops leaving no daemon behind.
+# $1: build dir, $2: cluster dir, $3: the corpus (scripts/fetch-corpus.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build=$1 dir=$2
+build=$1 dir=$2 corpus=$3
 cluster=$here/cluster.sh
-trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true' EXIT
+work=$(mktemp -d)
+trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 "$cluster" setup "$dir" "$build" --osds 3 --pool spread --pg-num 32 >/dev/null
 export CEPH_CONF=$dir/ceph.conf
@@ -52,6 +54,27 @@ for i in $(seq 1 48); do
 done
 echo "class answers on ${#seen[@]} OSD(s)"
 [ "${#seen[@]}" -ge 2 ]
+
+# The pool has 32 placement groups for 3 OSDs (vstart.sh's default would be 128): a loader that
+# offloads says that a preparation holds its PG and what pg_num spreads that thinner; one that
+# only reads (policy none) says nothing.
+mkdir -p "$work/ds/examples"
+grep -F /gimp-help-en/usr/share/gimp/2.0/help/en/images/filters/examples/ "$corpus/list.txt" |
+    grep -i '\.jpg$' | head -6 | while read -r f; do cp "$f" "$work/ds/examples/"; done
+"$build/client/sophon" put --id sophon -p spread --dataset few --labels-from-dirs "$work/ds" >/dev/null
+"$build/client/sophon" profile --id sophon -p spread --dataset few >/dev/null
+for p in all none; do
+    "$build/client/sophon" load --id sophon -p spread --dataset few --epochs 1 --discard \
+        --policy $p --net 100Mbit --storage-cores 1 >"$work/$p.out" 2>"$work/$p.err" ||
+        { echo "FAIL: load --policy $p"; cat "$work/$p.err"; exit 1; }
+done
+note="pool spread has 32 placement groups for the cluster's 3 OSDs (10.7 an OSD).*128 or more"
+grep -q "$note" "$work/all.err" ||
+    { echo "FAIL: no note on the pool's placement groups:"; cat "$work/all.err"; exit 1; }
+if grep -q "placement groups" "$work/none.err"; then
+    echo "FAIL: a loader that does not offload spoke of placement groups:"; cat "$work/none.err"; exit 1
+fi
+echo "a loader that offloads notes 32 PGs for 3 OSDs; one that reads does not"
 
 # client.sophon's caps cover the data pool only.
 ceph osd pool create other 8 >/dev/null 2>&1
