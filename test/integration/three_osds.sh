@@ -88,7 +88,7 @@ status=$("$here/../../vstart/vstart.sh" status --dir "$dir" --build "$build" --p
     { echo "FAIL: status says the cluster is unwell:"; echo "$status"; exit 1; }
 grep -q 'class sophon: answers' <<<"$status" ||
     { echo "FAIL: status does not see the class:"; echo "$status"; exit 1; }
-trap - EXIT
+trap 'rm -rf "$work"' EXIT
 "$cluster" cleanup "$dir" "$build"
 left=$(pgrep -f -- "-c $dir/ceph.conf" || true)
 [ -z "$left" ] || { echo "FAIL: left running: $left"; exit 1; }
