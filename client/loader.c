@@ -1334,6 +1334,10 @@ static int connect_pool(struct sophon_loader *l, const char *conf, const char *c
     snprintf(timeout, sizeof(timeout), "%u", l->o.op_timeout_s);
     if (r == 0)
         r = rados_conf_set(l->cluster, "rados_osd_op_timeout", timeout);
+    /* The monitors' too (check_pgs asks them), so that monitors without a quorum fail the
+     * open rather than hold it. */
+    if (r == 0)
+        r = rados_conf_set(l->cluster, "rados_mon_op_timeout", timeout);
     if (r == 0)
         r = rados_connect(l->cluster);
     if (r < 0) {

@@ -142,7 +142,8 @@ struct sophon_loader_options {
     double bandwidth_Bps, storage_cores, client_cores;
     unsigned retries;      /* attempts after the first, per sample, before the local path; 4 */
     unsigned backoff_ms;   /* first retry's delay, doubled each time; default 100 */
-    unsigned op_timeout_s; /* librados operation timeout (rados_osd_op_timeout), 0 none; 30 */
+    unsigned op_timeout_s; /* librados operation timeout (rados_osd_op_timeout and
+                            * rados_mon_op_timeout), 0 none; 30 */
     int no_adapt;          /* 1: plan every epoch with the profile's model, ignore measurements */
     /* Warnings and per-sample failures, one line without newline; NULL: to stderr. Called from
      * the loader's threads, one call at a time. */
