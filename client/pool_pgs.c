@@ -12,8 +12,10 @@
 int sophon__json_uint(const char *json, size_t len, const char *key, unsigned *out)
 {
     char pat[64];
-    int n = snprintf(pat, sizeof(pat), "\"%s\":", key != NULL ? key : "");
-    if (json == NULL || out == NULL || key == NULL || n < 0 || (size_t)n >= sizeof(pat))
+    if (json == NULL || out == NULL || key == NULL)
+        return -EPROTO;
+    int n = snprintf(pat, sizeof(pat), "\"%s\":", key);
+    if (n < 0 || (size_t)n >= sizeof(pat))
         return -EPROTO;
     size_t plen = (size_t)n;
     for (size_t i = 0; i + plen <= len; i++) {
@@ -76,10 +78,10 @@ int sophon__pool_pgs(rados_t cluster, const char *pool, unsigned *pg_num, unsign
 
 int sophon__pgs_too_few(unsigned pg_num, unsigned osds, unsigned *suggest)
 {
-    if (osds == 0 || (unsigned long long)pg_num >= (unsigned long long)SOPHON__PGS_PER_OSD * osds)
+    unsigned long long want = (unsigned long long)SOPHON__PGS_PER_OSD * osds, p = 1;
+    if (osds == 0 || pg_num >= want)
         return 0;
     if (suggest != NULL) {
-        unsigned long long want = (unsigned long long)SOPHON__PGS_PER_OSD * osds, p = 1;
         while (p < want)
             p *= 2;
         *suggest = p > UINT_MAX ? UINT_MAX : (unsigned)p;
