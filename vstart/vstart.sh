@@ -22,10 +22,11 @@ Usage: vstart/vstart.sh start [--osds N] [--dir DIR] [--pool NAME] [--pg-num N] 
 start   starts a mon, a mgr and N OSDs (default 1) with memstore, creates a replicated data pool
         (default 'sophon', size 1, with --pg-num placement groups: by default 32 an OSD rounded
         up to a power of two, 32 for 1 OSD and 128 for 3, as a sophon call holds its placement
-        group and reads of other objects in it wait), the key client.sophon (read, write and
-        call classes on that pool only) and client.sophon-read (read only: no class calls).
-        Idempotent: a running cluster is left alone (a new --net RATE or --osd-cores N is
-        applied to it), a stopped one is restarted with its data.
+        group and reads of other objects in it wait; the mgr's balancer off, so that they stay
+        where they are), the key client.sophon (read, write and call classes on that pool only)
+        and client.sophon-read (read only: no class calls). Idempotent: a running cluster is
+        left alone (a new --net RATE or --osd-cores N is applied to it), a stopped one is
+        restarted with its data.
 stop    stops the daemons of the cluster in DIR, and only those, then removes what the testbed
         made (below): its namespaces with their veth and qdiscs, and its cgroup, also stale ones
         left by an earlier run of the same DIR that crashed. Nothing else is touched.
@@ -657,6 +658,12 @@ do_start() {
     else
         create_cluster
     fi
+    # No balancer: it moves placement groups between the OSDs once a minute when their counts
+    # differ by more than 5, which they do with 32 an OSD. In a pool of one replica each move
+    # copies the PG's objects in the middle of tests and benchmarks, and an OSD stopped during
+    # one left PGs laggy for good (reads "waiting for readable"; Ceph 16.2 and 18.2).
+    ceph_ config set mgr mgr/balancer/active false --force >/dev/null ||
+        die "cannot turn the balancer off (ceph config set mgr mgr/balancer/active false)"
     [ "$with_mgr" = 1 ] && [ -f "$dir/mgr.x/keyring" ] && start_daemon mgr.x
     local have
     have=$(osd_count)

@@ -1,4 +1,5 @@
-# expect.sh - sourced by the command-line tests: ok, bad, expect and the closing count line.
+# expect.sh - sourced by the command-line tests: ok, bad, expect, the closing count line, and
+# small_dataset and cluster_diag.
 pass=0 fail=0
 ok() { echo "ok: $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
@@ -33,4 +34,32 @@ small_dataset() {
         ls "$all/$c" | head -"$n" | while read -r f; do cp "$all/$c/$f" "$out/$c/"; done
     done
     rm -rf "$all"
+}
+# cluster_diag DIR OBJECT...: what the cluster in DIR says when a test's reads did not complete:
+# its health, the placement groups that are not active+clean, where the OBJECTs map, and the
+# operations each OSD holds with the step they wait at. For the log of a failed test.
+cluster_diag() {
+    local dir=$1 o s
+    shift
+    echo "--- cluster diagnostics ($dir)"
+    ceph health detail 2>&1 | head -20
+    ceph pg dump pgs_brief 2>/dev/null | awk 'NR == 1 || $2 != "active+clean"' | head -20
+    for o in "$@"; do ceph osd map "${SOPHON_POOL:-sophon}" "$o" 2>&1; done
+    for s in "$dir"/run/osd.*.asok; do
+        [ -S "$s" ] || continue
+        echo "${s##*/}: operations in flight"
+        ceph --admin-daemon "$s" dump_ops_in_flight 2>&1 | /usr/bin/python3 -c '
+import json, sys
+try:
+    ops = json.load(sys.stdin).get("ops", [])
+except ValueError:
+    ops = []
+for op in ops[:10]:
+    d = op.get("type_data", {})
+    ev = d.get("events", [])
+    print("  %.1f s %s: %s (last: %s)" % (op.get("age", 0), d.get("flag_point", "?"),
+          op.get("description", "?")[:120], ev[-1].get("event", "?") if ev else "-"))
+print("  %d in all" % len(ops))'
+    done
+    echo "---"
 }

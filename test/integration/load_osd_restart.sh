@@ -38,7 +38,11 @@ sleep 5
 ceph-osd -c "$dir/ceph.conf" -i $osd && ok "osd.$osd started again" || bad "osd.$osd restart"
 wait $loader
 rc=$?
-[ $rc = 0 ] && ok "the epoch completes" || { bad "loader rc $rc"; tail -5 "$work/hit.err"; }
+[ $rc = 0 ] && ok "the epoch completes" || {
+    bad "loader rc $rc"
+    tail -5 "$work/hit.err"
+    cluster_diag "$dir" $(sed -n 's/^sophon: \(.*\): failed: .*/\1/p' "$work/hit.err" | sort -u)
+}
 [ "$(grep -c "^stats: .* samples=$n failed=0 " "$work/hit.log")" = 2 ] &&
     grep -Eq "^stats: .* retries=[1-9]" "$work/hit.log" &&
     ok "all $n samples of each epoch, after retries" || bad "$(grep ^stats: "$work/hit.log")"

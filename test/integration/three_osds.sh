@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # three_osds.sh - a 3-OSD dev cluster starts, spreads a pool's objects over its OSDs, answers
-# with the class on each of them, tells a loader that its pool has few placement groups an OSD,
-# and stops leaving no daemon behind.
+# with the class on each of them and the balancer off, tells a loader that its pool has few
+# placement groups an OSD, and stops leaving no daemon behind.
 # $1: build dir, $2: cluster dir, $3: the corpus (scripts/fetch-corpus.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,6 +14,9 @@ trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true; rm -rf "$work"
 export CEPH_CONF=$dir/ceph.conf
 up=$(ceph osd stat -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["num_up_osds"])')
 [ "$up" = 3 ] || { echo "FAIL: $up OSDs up, want 3"; exit 1; }
+# The balancer off: PGs stay where CRUSH puts them, no copies in the middle of a test.
+[ "$(ceph config get mgr mgr/balancer/active)" = false ] ||
+    { echo "FAIL: the mgr's balancer is on"; ceph balancer status; exit 1; }
 
 for i in $(seq 1 48); do echo "object $i"; done | while read -r _ i; do
     echo "payload $i" | rados -p spread put "obj.$i" -
