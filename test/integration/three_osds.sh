@@ -15,8 +15,13 @@ export CEPH_CONF=$dir/ceph.conf
 up=$(ceph osd stat -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["num_up_osds"])')
 [ "$up" = 3 ] || { echo "FAIL: $up OSDs up, want 3"; exit 1; }
 # The balancer off: PGs stay where CRUSH puts them, no copies in the middle of a test.
-[ "$(ceph config get mgr mgr/balancer/active)" = false ] ||
-    { echo "FAIL: the mgr's balancer is on"; ceph balancer status; exit 1; }
+# From the monitors' configuration: Ceph 18's mgr on Debian 13 does not load the balancer at all,
+# and then does not know the option to `ceph config get` it.
+balancer=$(ceph config dump -f json | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(o["value"] for o in json.load(sys.stdin) if o["name"] == "mgr/balancer/active"))')
+[ "$balancer" = false ] ||
+    { echo "FAIL: the mgr's balancer is not turned off (mgr/balancer/active: '$balancer')"; exit 1; }
 
 for i in $(seq 1 48); do echo "object $i"; done | while read -r _ i; do
     echo "payload $i" | rados -p spread put "obj.$i" -
