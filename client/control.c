@@ -52,3 +52,22 @@ int sophon__keep_placement(double prev_s, double best_s, double static_s)
         return 0;
     return prev_s <= best_s * (1 + SOPHON__KEEP_MARGIN) && prev_s <= static_s;
 }
+
+int sophon__choose_lean(const double *t, const double *foot, int k, double static_s)
+{
+    double shortest = INFINITY;
+    for (int i = 0; i < k; i++)
+        if (isfinite(t[i]) && isfinite(foot[i]) && t[i] < shortest)
+            shortest = t[i];
+    int best = -1;
+    for (int i = 0; i < k; i++) {
+        if (!isfinite(t[i]) || !isfinite(foot[i]) || t[i] > shortest * (1 + SOPHON__LEAN_MARGIN))
+            continue;
+        /* Within the margin, but never past a static policy; the shortest always qualifies. */
+        if (t[i] > static_s && t[i] > shortest)
+            continue;
+        if (best < 0 || foot[i] < foot[best] || (foot[i] == foot[best] && t[i] < t[best]))
+            best = i;
+    }
+    return best;
+}
