@@ -53,20 +53,20 @@ int sophon__keep_placement(double prev_s, double best_s, double static_s)
     return prev_s <= best_s * (1 + SOPHON__KEEP_MARGIN) && prev_s <= static_s;
 }
 
-int sophon__choose_lean(const double *t, const double *foot, int k, double static_s)
+int sophon__choose_lean(const double *t, const double *net, const double *osd, int k,
+                        double static_s)
 {
-    double shortest = INFINITY;
-    for (int i = 0; i < k; i++)
-        if (isfinite(t[i]) && isfinite(foot[i]) && t[i] < shortest)
-            shortest = t[i];
     int best = -1;
+    for (int i = 0; i < k; i++)
+        if (isfinite(t[i]) && isfinite(net[i]) && isfinite(osd[i]) && (best < 0 || t[i] < t[best]))
+            best = i;
+    if (best < 0)
+        return -1;
+    double limit = fmin(t[best] * (1 + SOPHON__LEAN_MARGIN), fmax(static_s, t[best]));
     for (int i = 0; i < k; i++) {
-        if (!isfinite(t[i]) || !isfinite(foot[i]) || t[i] > shortest * (1 + SOPHON__LEAN_MARGIN))
+        if (!isfinite(t[i]) || !isfinite(net[i]) || !isfinite(osd[i]) || t[i] > limit)
             continue;
-        /* Within the margin, but never past a static policy; the shortest always qualifies. */
-        if (t[i] > static_s && t[i] > shortest)
-            continue;
-        if (best < 0 || foot[i] < foot[best] || (foot[i] == foot[best] && t[i] < t[best]))
+        if (net[i] <= net[best] && osd[i] <= osd[best] && net[i] + osd[i] < net[best] + osd[best])
             best = i;
     }
     return best;

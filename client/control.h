@@ -85,20 +85,22 @@ int sophon__keep_placement(double prev_s, double best_s, double static_s);
 
 /*
  * sophon__choose_lean - which of k candidate plans the loader runs, given each one's modelled
- * epoch t[i] and its footprint foot[i] (the link's and the OSDs' modelled seconds: what it takes
- * of the resources the job shares with others), and static_s, the best static policy's modelled
- * epoch: of the candidates within SOPHON__LEAN_MARGIN of the shortest epoch and no longer than
- * static_s (selective stays never worse in the model than sophon's rule or any static policy),
- * the one of least footprint; ties go to the shorter epoch, then the lower index. A plan that
- * spends more of the link and the OSDs for an epoch no shorter runs slower than modelled: the
- * model does not count what the extra bytes and preparations cost beyond the busiest resource
- * (on the main job's photos at 500Mbit/0.1 cores the planner's first plan sent 69 MB, f32
- * tensors of 31 photos, modelled at 1.560 s against none's 1.564 s with 46.7 MB, and ran 1.60 s
- * where none ran 1.43-1.56 s). A candidate whose t or foot is not finite is never chosen; -1
- * when none can be.
+ * epoch t[i] and what it takes of the resources the job shares with others, the link's and the
+ * OSDs' modelled seconds net[i] and osd[i]; static_s is the best static policy's modelled epoch.
+ * The shortest epoch's plan, unless another within SOPHON__LEAN_MARGIN of it and no longer than
+ * static_s (selective stays never worse in the model than sophon's rule or any static policy)
+ * takes no more of either resource and less of the two together: then the least of those. A
+ * plan that spends more of the link and the OSDs for an epoch no shorter runs slower than
+ * modelled: the model does not count what the extra bytes and preparations cost beyond the
+ * busiest resource (on the main job's photos at 500Mbit/0.1 cores the planner's first plan sent
+ * 69 MB, the f32 tensors of 31 photos, modelled at 1.560 s against none's 1.564 s with 46.7 MB,
+ * and ran 1.60 s where none ran 1.43-1.56 s). Only one that takes less of both: one that trades
+ * OSD time for bytes near a tie is a guess either way (BENCHMARKS.md). Ties go to the lower
+ * index. A candidate with a figure that is not finite is never chosen; -1 when none can be.
  */
 #define SOPHON__LEAN_MARGIN 0.02
-int sophon__choose_lean(const double *t, const double *foot, int k, double static_s);
+int sophon__choose_lean(const double *t, const double *net, const double *osd, int k,
+                        double static_s);
 
 /*
  * sophon__ahead_places - the places of a window of `window` operations in flight that the

@@ -1638,8 +1638,8 @@ static double job_model_s(const struct sophon_loader *l, const struct sophon_pla
  * two resources are nearly equally busy (simulate.h), so the other policies' plans, and
  * selective's on half the OSD cores (leaning less on the OSDs, whose preparations are the long
  * ones), are run through the simulation too, and *plan becomes whichever would end the job's
- * epoch first, or of those within a margin of it the one that takes least of the link and the
- * OSDs (sophon__choose_lean; ties: the planner's). Then the last epoch's placement (prev, NULL in
+ * epoch first, or one within a margin of it that takes less of both the link and the OSDs
+ * (sophon__choose_lean; ties: the planner's). Then the last epoch's placement (prev, NULL in
  * the first) under this epoch's figures, kept as sophon__keep_placement says (control.h). Plans
  * that cannot be made or simulated are passed over.
  */
@@ -1651,10 +1651,11 @@ static void choose_plan(const struct sophon_loader *l, const sophon_records *set
      * half the OSD cores; the one run is sophon__choose_lean's (control.h). */
     enum { K = SOPHON_POLICY_COUNT + 2 };
     struct sophon_plan *cand[K] = {*plan};
-    double t[K], foot[K], best_static = INFINITY;
+    double t[K], net[K], osd[K], best_static = INFINITY;
     int k = 1;
     t[0] = job_model_s(l, *plan, budget, orders, ms);
-    foot[0] = (*plan)->net_s + (*plan)->storage_s;
+    net[0] = (*plan)->net_s;
+    osd[0] = (*plan)->storage_s;
     for (int q = 0; q <= SOPHON_POLICY_COUNT; q++) {
         struct sophon_budget b = *budget;
         struct sophon_plan *alt = NULL, *made = NULL;
@@ -1674,12 +1675,13 @@ static void choose_plan(const struct sophon_loader *l, const sophon_records *set
         alt->policy = SOPHON_POLICY_SELECTIVE;
         alt->chosen_from = q < SOPHON_POLICY_COUNT ? q : SOPHON_POLICY_SELECTIVE;
         t[k] = job_model_s(l, alt, budget, orders, ms);
-        foot[k] = alt->net_s + alt->storage_s;
+        net[k] = alt->net_s;
+        osd[k] = alt->storage_s;
         if (q < SOPHON_POLICY_COUNT)
             best_static = fmin(best_static, t[k]);
         cand[k++] = alt;
     }
-    int pick = sophon__choose_lean(t, foot, k, best_static);
+    int pick = sophon__choose_lean(t, net, osd, k, best_static);
     if (pick < 0)
         pick = 0;
     for (int i = 0; i < k; i++)

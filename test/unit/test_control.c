@@ -284,35 +284,38 @@ static void test_keep_placement(void **state)
     assert_true(sophon__keep_placement(1.0, 1.0, INFINITY)); /* no static policy could be made */
 }
 
-/* Of the plans within the margin of the shortest epoch and no longer than a static policy's, the
- * one of least footprint; the shortest where none is leaner; never one that is not finite. */
+/* The shortest epoch's plan, or one within the margin and no longer than a static policy's that
+ * takes no more of the link and the OSDs and less of the two together; never one that is not
+ * finite. */
 static void test_choose_lean(void **state)
 {
     (void)state;
     /* The main job's photos at 500Mbit/0.1: the planner's 69 MB plan against none's 46.7 MB one
-     * (link seconds; no OSD time for none), a tie in the model: none's is run. */
-    double t1[] = {1.560, 1.564, 13.6}, f1[] = {1.16 + 0.66, 0.78, 0.73 + 13.5};
-    assert_int_equal(sophon__choose_lean(t1, f1, 3, 1.564), 1);
+     * (no OSD time but plain reads), a tie in the model: none's is run. */
+    double t1[] = {1.560, 1.564, 13.6}, n1[] = {1.16, 0.78, 0.73}, o1[] = {0.70, 0.02, 13.5};
+    assert_int_equal(sophon__choose_lean(t1, n1, o1, 3, 1.564), 1);
+    /* A trade, fewer bytes for more OSD time or the other way round, is not leaner. */
+    double n1b[] = {1.16, 1.17, 0.73};
+    assert_int_equal(sophon__choose_lean(t1, n1b, o1, 3, 1.564), 0);
     /* Past the margin the shortest stays, however lean the other. */
-    double t2[] = {1.40, 1.50}, f2[] = {2.0, 0.8};
-    assert_int_equal(sophon__choose_lean(t2, f2, 2, 1.50), 0);
-    assert_int_equal(sophon__choose_lean(t2, f2, 2, INFINITY), 0);
-    /* Within the margin, but a static policy models shorter than the lean one. */
-    double t3[] = {1.000, 1.015, 1.010}, f3[] = {2.0, 1.0, 1.5};
-    assert_int_equal(sophon__choose_lean(t3, f3, 3, 1.010), 2);
-    assert_int_equal(sophon__choose_lean(t3, f3, 3, 1.020), 1);
-    /* The margin's edge is in; ties in footprint go to the shorter epoch, then the first. */
-    double t4[] = {1.0, 1.0 + SOPHON__LEAN_MARGIN, 1.0}, f4[] = {1.0, 0.5, 0.5};
-    assert_int_equal(sophon__choose_lean(t4, f4, 2, INFINITY), 1);
-    assert_int_equal(sophon__choose_lean(t4, f4, 3, INFINITY), 2);
-    double t5[] = {1.0, 1.0}, f5[] = {0.5, 0.5};
-    assert_int_equal(sophon__choose_lean(t5, f5, 2, INFINITY), 0);
+    double t2[] = {1.40, 1.50}, n2[] = {1.0, 0.5}, o2[] = {1.0, 0.3};
+    assert_int_equal(sophon__choose_lean(t2, n2, o2, 2, 1.50), 0);
+    assert_int_equal(sophon__choose_lean(t2, n2, o2, 2, INFINITY), 0);
+    /* Within the margin, but a static policy models shorter than the leanest. */
+    double t3[] = {1.000, 1.015, 1.010}, n3[] = {1.0, 0.5, 0.8}, o3[] = {1.0, 0.5, 0.7};
+    assert_int_equal(sophon__choose_lean(t3, n3, o3, 3, 1.010), 2);
+    assert_int_equal(sophon__choose_lean(t3, n3, o3, 3, 1.020), 1);
+    /* The margin's edge is in; equal resources are no leaner: the lower index. */
+    double t4[] = {1.0, 1.0 + SOPHON__LEAN_MARGIN}, n4[] = {1.0, 0.5}, o4[] = {1.0, 0.5};
+    assert_int_equal(sophon__choose_lean(t4, n4, o4, 2, INFINITY), 1);
+    double t5[] = {1.0, 1.0}, n5[] = {0.5, 0.5}, o5[] = {0.5, 0.5};
+    assert_int_equal(sophon__choose_lean(t5, n5, o5, 2, INFINITY), 0);
     /* Not finite: never chosen, and -1 when nothing else is. */
-    double t6[] = {INFINITY, 2.0, NAN}, f6[] = {0.1, 1.0, 0.1};
-    assert_int_equal(sophon__choose_lean(t6, f6, 3, INFINITY), 1);
-    double f7[] = {0.1, INFINITY, 0.1};
-    assert_int_equal(sophon__choose_lean(t6, f7, 3, INFINITY), -1);
-    assert_int_equal(sophon__choose_lean(t6, f6, 0, INFINITY), -1);
+    double t6[] = {INFINITY, 2.0, NAN}, n6[] = {0.1, 1.0, 0.1}, o6[] = {0.1, 1.0, 0.1};
+    assert_int_equal(sophon__choose_lean(t6, n6, o6, 3, INFINITY), 1);
+    double o7[] = {0.1, INFINITY, 0.1};
+    assert_int_equal(sophon__choose_lean(t6, n6, o7, 3, INFINITY), -1);
+    assert_int_equal(sophon__choose_lean(t6, n6, o6, 0, INFINITY), -1);
 }
 
 int main(void)
