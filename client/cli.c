@@ -114,6 +114,16 @@ static const char *connect_hint(int err)
     }
 }
 
+/* Gives up on operations after CLI_OP_TIMEOUT where ceph.conf and CEPH_ARGS left option at
+ * librados's default, 0: wait for good (an object in a PG that never became readable held
+ * `sophon profile` until CI killed it). */
+static void default_timeout(rados_t cluster, const char *option)
+{
+    char v[64];
+    if (rados_conf_get(cluster, option, v, sizeof(v)) == 0 && strtod(v, NULL) == 0)
+        rados_conf_set(cluster, option, CLI_OP_TIMEOUT);
+}
+
 int cli_connect(struct cli *c)
 {
     const char *name = c->name != NULL ? c->name : "client.admin";
@@ -122,8 +132,8 @@ int cli_connect(struct cli *c)
         cli_error(c, "cannot create a cluster handle for %s: %s", name, strerror(-r));
         return r;
     }
-    /* Fail in seconds, not the librados default of five minutes, when no monitor answers;
-     * ceph.conf and CEPH_ARGS, read after this, may still change it. */
+    /* Fail in seconds, not the librados default of five minutes, when no monitor answers (what
+     * rados_conf_set sets, ceph.conf and CEPH_ARGS cannot change). */
     rados_conf_set(c->cluster, "client_mount_timeout", "30");
     r = rados_conf_read_file(c->cluster, c->conf);
     if (r < 0) {
@@ -139,6 +149,8 @@ int cli_connect(struct cli *c)
         cli_error(c, "cannot parse CEPH_ARGS: %s", strerror(-r));
         goto fail;
     }
+    default_timeout(c->cluster, "rados_osd_op_timeout");
+    default_timeout(c->cluster, "rados_mon_op_timeout");
     if (c->keyring != NULL) {
         r = rados_conf_set(c->cluster, "keyring", c->keyring);
         if (r < 0) {
@@ -214,6 +226,13 @@ void cli_class_error(const struct cli *c, const char *what, const char *oid, int
                   "%s on %s: the OSD's reply was not understood (EPROTO): the class and this "
                   "client come from different sophon versions; deploy matching versions",
                   what, oid);
+        break;
+    case ETIMEDOUT:
+        cli_error(c,
+                  "%s on %s: no answer within the operation timeout (ETIMEDOUT, %s s unless "
+                  "rados_osd_op_timeout says otherwise): is its OSD up, and its placement group "
+                  "active (`ceph health detail`, `ceph osd map %s %s`)?",
+                  what, oid, CLI_OP_TIMEOUT, c->pool, oid);
         break;
     default:
         cli_error(c, "%s on %s failed: %s (%d)", what, oid, strerror(-err), err);

@@ -69,7 +69,10 @@ int cli_parse_options(struct cli *c, int argc, char **argv, const char *shortopt
                       void *arg, int *code);
 
 /* Connects to the cluster and, if a pool was given, opens it. Prints what failed and what to do;
- * returns 0 or a negative errno. */
+ * returns 0 or a negative errno. Operations time out after CLI_OP_TIMEOUT seconds (-ETIMEDOUT)
+ * unless ceph.conf or CEPH_ARGS set rados_osd_op_timeout / rados_mon_op_timeout (to a number of
+ * seconds: 0, librados's "never", is taken for unset). */
+#define CLI_OP_TIMEOUT "60"
 int cli_connect(struct cli *c);
 void cli_disconnect(struct cli *c);
 

@@ -2,6 +2,7 @@
 # faults.sh SOPHON CORPUS_DIR - the fault campaign on the dev cluster (CEPH_CONF and
 # SOPHON_CLUSTER_DIR set), each fault in the middle of an epoch or between profile and load:
 #   - an OSD stopped (SIGSTOP) for longer than the operation timeout, then resumed;
+#   - a command's call to an object of a stopped OSD, given up after the operation timeout;
 #   - the mon killed and started again;
 #   - an object deleted after profiling;
 #   - an object rewritten with another image (another size) after profiling.
@@ -91,6 +92,28 @@ rc=$?
 [ "$(stat_of sigstop retries)" -gt 0 ] && ok "SIGSTOP: the timed-out operations were retried" ||
     bad "SIGSTOP: no retry: $(grep ^stats: "$work/sigstop.log")"
 report sigstop "osd.1 stopped 4 s"
+wait_clean
+
+# ---- a command's operation on a stopped OSD: it gives up after the operation timeout (60 s by
+# default, 2 s here from CEPH_ARGS, read after the command's default) and says what to check ----
+on_osd1=
+for o in $(cd "$work/$ds" && find . -type f | sed 's|^\./||'); do
+    primary=$(ceph osd map "$pool" "$o" -f json |
+        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["acting_primary"])')
+    [ "$primary" = 1 ] && on_osd1=$o && break
+done
+kill -STOP "$osd" && stopped=$osd
+t0=$(date +%s.%N)
+CEPH_ARGS="--rados_osd_op_timeout=2" "$sophon" version --id sophon -p "$pool" "$on_osd1" \
+    >"$work/version.out" 2>"$work/version.err"
+rc=$?
+t1=$(date +%s.%N)
+kill -CONT "$osd" && stopped=
+took=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
+[ -n "$on_osd1" ] && [ $rc != 0 ] && awk -v t="$took" 'BEGIN {exit !(t < 10)}' &&
+    grep -q "sophon.version on $on_osd1: no answer within the operation timeout" "$work/version.err" &&
+    ok "a command's call to a stopped OSD gave up in $took s and said so" ||
+    bad "sophon version on '$on_osd1' (osd.1 stopped): rc $rc after $took s: $(cat "$work/version.err")"
 wait_clean
 
 # ---- the mon restarted ----
