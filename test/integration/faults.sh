@@ -94,8 +94,8 @@ rc=$?
 report sigstop "osd.1 stopped 4 s"
 wait_clean
 
-# ---- a command's operation on a stopped OSD: it gives up after the operation timeout (60 s by
-# default, 2 s here from CEPH_ARGS, read after the command's default) and says what to check ----
+# ---- a command's operation on a stopped OSD: it gives up after the operation timeout (60 s
+# where ceph.conf and CEPH_ARGS leave it unset, 2 s here from CEPH_ARGS) and says what to check ----
 on_osd1=
 for o in $(cd "$work/$ds" && find . -type f | sed 's|^\./||'); do
     primary=$(ceph osd map "$pool" "$o" -f json |
