@@ -65,10 +65,11 @@ echo "class answers on ${#seen[@]} OSD(s)"
 
 # The pool has 32 placement groups for 3 OSDs (vstart.sh's default would be 128): a loader that
 # offloads says that a preparation holds its PG and what pg_num spreads that thinner; one that
-# only reads (policy none) says nothing.
+# only reads (policy none) says nothing. (awk, not head: under pipefail a grep that head cut
+# short fails the pipeline, and set -e the test, without a word.)
 mkdir -p "$work/ds/examples"
 grep -F /gimp-help-en/usr/share/gimp/2.0/help/en/images/filters/examples/ "$corpus/list.txt" |
-    grep -i '\.jpg$' | head -6 | while read -r f; do cp "$f" "$work/ds/examples/"; done
+    grep -i '\.jpg$' | awk 'NR <= 6' | while read -r f; do cp "$f" "$work/ds/examples/"; done
 "$build/client/sophon" put --id sophon -p spread --dataset few --labels-from-dirs "$work/ds" >/dev/null
 "$build/client/sophon" profile --id sophon -p spread --dataset few >/dev/null
 for p in all none; do
