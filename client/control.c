@@ -53,18 +53,24 @@ int sophon__keep_placement(double prev_s, double best_s, double static_s)
     return prev_s <= best_s * (1 + SOPHON__KEEP_MARGIN) && prev_s <= static_s;
 }
 
+/* A candidate sophon__choose_lean can weigh: every figure finite. */
+static int lean_candidate(const double *t, const double *net, const double *osd, int i)
+{
+    return isfinite(t[i]) && isfinite(net[i]) && isfinite(osd[i]);
+}
+
 int sophon__choose_lean(const double *t, const double *net, const double *osd, int k,
                         double static_s)
 {
     int best = -1;
     for (int i = 0; i < k; i++)
-        if (isfinite(t[i]) && isfinite(net[i]) && isfinite(osd[i]) && (best < 0 || t[i] < t[best]))
+        if (lean_candidate(t, net, osd, i) && (best < 0 || t[i] < t[best]))
             best = i;
     if (best < 0)
         return -1;
     double limit = fmin(t[best] * (1 + SOPHON__LEAN_MARGIN), fmax(static_s, t[best]));
     for (int i = 0; i < k; i++) {
-        if (!isfinite(t[i]) || !isfinite(net[i]) || !isfinite(osd[i]) || t[i] > limit)
+        if (!lean_candidate(t, net, osd, i) || t[i] > limit)
             continue;
         if (net[i] <= net[best] && osd[i] <= osd[best] && net[i] + osd[i] < net[best] + osd[best])
             best = i;
