@@ -1615,6 +1615,22 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
     return l->epoch_records;
 }
 
+/* The decode work of the crops of this shard's epoch (order, m) against the records'
+ * expectation: the box factors epoch_records drew, each weighted by its image's modelled decode
+ * (sophon_loader_stats.crop_work); 1 where no sample's geometry is known. */
+static double crop_work(const struct sophon_loader *l, const uint64_t *order, size_t m)
+{
+    double drawn = 0, expected = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (!(l->box_factor[order[k]] > 0))
+            continue;
+        double d = sophon_cost_model_decode_s(sophon_records_get(l->ds.records, order[k]), NULL);
+        drawn += l->box_factor[order[k]] * d;
+        expected += d;
+    }
+    return expected > 0 ? drawn / expected : 1.0;
+}
+
 /*
  * The job's epoch under plan as modelled: the slowest rank's shard (orders[r], ms[r] for each of
  * the world ranks; shard_model_s) with the ring each would size for it. Every rank computes the
@@ -1827,6 +1843,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;
     l->st.predicted_epoch_s = shard_epoch_s(l, plan, &budget, order, m);
+    l->st.crop_work = crop_work(l, order, m);
     l->st.bandwidth_Bps = l->o.bandwidth_Bps;
     l->st.bandwidth_measured = l->measured_Bps > 0;
     l->st.storage_cores = l->o.storage_cores;

@@ -40,7 +40,8 @@ static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
     [3] = offsetof(struct sophon_loader_stats, demoted),
     [4] = offsetof(struct sophon_loader_stats, osd_op_s),
     [5] = offsetof(struct sophon_loader_stats, ahead),
-    [6] = sizeof(struct sophon_loader_stats),
+    [6] = offsetof(struct sophon_loader_stats, crop_work),
+    [7] = sizeof(struct sophon_loader_stats),
 };
 
 /* Version 1: every field left at 0 took its default. */

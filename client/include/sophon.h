@@ -212,8 +212,8 @@ struct sophon_batch {
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
  * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU, 6
- * ahead. */
-#define SOPHON_LOADER_STATS_VERSION 6
+ * ahead, 7 crop_work. */
+#define SOPHON_LOADER_STATS_VERSION 7
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -268,6 +268,11 @@ struct sophon_loader_stats {
     uint64_t ahead; /* operations issued ahead of their turn: preparations in the OSDs started
                      * before the in-order pass reached them, so that the OSDs work on them
                      * while the link carries the samples before them */
+    /* Version 7. */
+    double crop_work; /* what decoding this epoch's crops costs against the crops the records
+                       * expect (the cost model, each sample weighted by its image's decode):
+                       * above 1, this epoch's random boxes hold more of their images than the
+                       * mean, and every plan that decodes them takes longer; 1 where unknown */
 };
 
 /* clang-format off */

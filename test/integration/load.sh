@@ -152,6 +152,21 @@ cmp -s "$work/val-none/epoch-0.data" "$work/val-none/epoch-1.data" &&
     cmp -s "$work/val-none/epoch-0.index" "$work/val-none/epoch-1.index" &&
     ok "val: every epoch is the same" || bad "val epochs 0 and 1 differ"
 out=$("$check" torchvision "$work/val-none" 0 "$work/$ds" f32 182 160) && ok "$out" || bad "$out"
+# crop_work, what decoding an epoch's crops costs against the mean crop's: drawn from the seed and
+# the epoch alone (a run that starts at epoch 2 has the same figure for it), different from one
+# training epoch to the next, the same for the validation's centre crops every epoch.
+cw() { grep -o ' crop_work=[0-9.]*' "$1" | cut -d= -f2 | tr '\n' ' '; }
+for r in "cw --epochs 3" "cw2 --epochs 1 --first-epoch 2"; do
+    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --seed 5 --discard \
+        ${r#* } >"$work/${r%% *}.log" 2>&1 || bad "crop_work: load ${r#* }: $(cat "$work/${r%% *}.log")"
+done
+read -r w0 w1 w2 <<<"$(cw "$work/cw.log")"
+read -r v0 v1 <<<"$(cw "$work/val-none.log")"
+awk -v a="$w0" -v b="$w1" -v c="$w2" -v d="$(cw "$work/cw2.log")" -v v0="$v0" -v v1="$v1" 'BEGIN {
+        ok = a > 0.25 && a < 4 && b > 0.25 && b < 4 && c > 0.25 && c < 4 && (a != b || b != c)
+        exit !(ok && c == d + 0 && v0 == v1 && v0 > 0) }' &&
+    ok "crop_work: $w0 $w1 $w2 over three epochs, $w2 again for epoch 2 alone, $v0 for val" ||
+    bad "crop_work: train $w0 $w1 $w2, epoch 2 alone $(cw "$work/cw2.log"), val $v0 $v1"
 load "$work/val-u8" "$work/val-u8.log" --policy resize --transform val --format u8 &&
     out=$("$check" torchvision "$work/val-u8" 0 "$work/$ds" u8 256 224) && ok "$out" || bad "$out"
 load "$work/vs0" "$work/vs0.log" --policy all --transform val --size 160 --resize 182 \

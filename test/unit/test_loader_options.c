@@ -333,8 +333,13 @@ static void test_stats_versions(void **state)
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.ahead, 0xababababababababull);
     out.version = 6;
+    src.crop_work = 1.25;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.ahead, 11);
+    assert_true(out.crop_work != 1.25); /* version 7's */
+    out.version = 7;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_true(out.crop_work == 1.25);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;
