@@ -1652,35 +1652,44 @@ static double job_model_s(const struct sophon_loader *l, const struct sophon_pla
  * Selective's plan is the planner's best for throughput: the busiest of the link, the OSDs and
  * the client. The loader's pipeline adds to that where a long preparation holds up the ring or
  * two resources are nearly equally busy (simulate.h), so the other policies' plans, and
- * selective's on half the OSD cores (leaning less on the OSDs, whose preparations are the long
- * ones), are run through the simulation too, and *plan becomes whichever would end the job's
- * epoch first, or one within a margin of it that takes less of both the link and the OSDs
- * (sophon__choose_lean; ties: the planner's). Then the last epoch's placement (prev, NULL in
- * the first) under this epoch's figures, kept as sophon__keep_placement says (control.h). Plans
- * that cannot be made or simulated are passed over.
+ * selective's made as if one resource were smaller or larger (on half the OSD cores, leaning
+ * less on the OSDs, whose preparations are the long ones; with a quarter more of the client or
+ * the link, leaning on it), are run through the simulation too, and *plan becomes whichever
+ * would end the job's epoch first, or one within a margin of it that takes less of both the
+ * link and the OSDs (sophon__choose_lean; ties: the planner's). Then the last epoch's placement
+ * (prev, NULL in the first) under this epoch's figures, kept as sophon__keep_placement says
+ * (control.h). Plans that cannot be made or simulated are passed over.
  */
 static void choose_plan(const struct sophon_loader *l, const sophon_records *set,
                         const struct sophon_budget *budget, uint64_t *const *orders,
                         const size_t *ms, const struct sophon_plan *prev, struct sophon_plan **plan)
 {
-    /* Candidates: the planner's plan first, then each static policy's, then the planner's on
-     * half the OSD cores; the one run is sophon__choose_lean's (control.h). */
-    enum { K = SOPHON_POLICY_COUNT + 2 };
+    /* Candidates: the planner's plan first, then each static policy's, then the planner's with
+     * one resource taken as smaller or larger than it is (LEANS): the planner balances the
+     * link, the OSDs and the client, and a plan that leaves two of them slack runs closer to its
+     * model. The one run is sophon__choose_lean's (control.h). */
+    static const struct {
+        double net, osd, client;
+    } leans[] = {{1, 0.5, 1}, {1, 1, 1.25}, {1.25, 1, 1}};
+    enum { LEANS = sizeof(leans) / sizeof(leans[0]), K = SOPHON_POLICY_COUNT + LEANS + 1 };
     struct sophon_plan *cand[K] = {*plan};
     double t[K], net[K], osd[K], best_static = INFINITY;
     int k = 1;
     t[0] = job_model_s(l, *plan, budget, orders, ms);
     net[0] = (*plan)->net_s;
     osd[0] = (*plan)->storage_s;
-    for (int q = 0; q <= SOPHON_POLICY_COUNT; q++) {
+    for (int q = 0; q < SOPHON_POLICY_COUNT + LEANS; q++) {
         struct sophon_budget b = *budget;
         struct sophon_plan *alt = NULL, *made = NULL;
         if (q == SOPHON_POLICY_SELECTIVE)
             continue;
-        if (q < SOPHON_POLICY_COUNT)
+        if (q < SOPHON_POLICY_COUNT) {
             b.policy = q;
-        else
-            b.storage_cores *= 0.5;
+        } else {
+            b.bandwidth_Bps *= leans[q - SOPHON_POLICY_COUNT].net;
+            b.storage_cores *= leans[q - SOPHON_POLICY_COUNT].osd;
+            b.client_cores *= leans[q - SOPHON_POLICY_COUNT].client;
+        }
         if (sophon_plan_make(&made, set, &b) < 0)
             continue;
         /* Its figures under the true budget. */
