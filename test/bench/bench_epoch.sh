@@ -21,7 +21,12 @@
 #   PAIRS     selective's runs with the true budget and with the budget measured, alternated
 #             (default 2): the measured budget's target compares the medians of their epochs,
 #             the machine's noise between two single runs being about as large as the 5% asked.
-#             The extra runs are named true#2, measured#2, ... in epochs.csv.
+#             The extra runs are named true#2, measured#2, ... in epochs.csv. Each pair is
+#             followed by a run of selective's last epoch alone (fresh, fresh#2, ...: --first-epoch,
+#             planned from the profile with no epochs before it), the same crops as the adapted
+#             runs' last epoch and so the same work: an epoch's random crops can cost a tenth more
+#             to decode than another's (crop_work in epochs.csv, `sophon load`'s stats line), and
+#             the last over the first epoch holds that too.
 #   PG_NUM    the data pool's placement groups (default 128, about 43 an OSD, as real clusters
 #             run ~100; vstart.sh's old default, 16, was 5 an OSD). A class call holds its PG,
 #             and a read in the PG of a preparation waits for all of it (BENCHMARKS.md): with 5
@@ -68,7 +73,7 @@ done
 
 mkdir -p "$results"
 csv=$results/epochs.csv
-echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup" >"$csv"
+echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup,crop_work" >"$csv"
 plans=$results/plans.csv
 echo "dataset,rate,cap,policy,net_s,storage_s,epoch_s" >"$plans"
 # plan DATASET: `sophon plan --compare` under the cell's true budget (the profile's speeds, as the
@@ -95,8 +100,8 @@ load() {
     c1=$(cg_cpu)
     awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$epochs" 'BEGIN {print (b - a) / e}')" '
         /^stats: / { delete r; for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
-            printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f\n", ds, rate, cap, run, r["policy"], r["epoch"],
-                r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg }' "$work/load-$run.log" >>"$csv"
+            printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s\n", ds, rate, cap, run, r["policy"], r["epoch"],
+                r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg, r["crop_work"] }' "$work/load-$run.log" >>"$csv"
 }
 for ds in $datasets; do
     for rate in $rates; do
@@ -117,6 +122,11 @@ for ds in $datasets; do
                 fi
                 progress "$ds $rate cap $cap: selective, budget measured $n"
                 load "measured$n" "$ds" --policy selective
+                # The last epoch alone, planned afresh from the profile: what the adapted runs'
+                # last epoch is measured against, the same crops and so the same work.
+                progress "$ds $rate cap $cap: selective's last epoch afresh $n"
+                load "fresh$n" "$ds" --policy selective --net "$rate" --storage-cores "$cap" \
+                    --epochs 1 --first-epoch $((epochs - 1))
             done
             progress "$ds $rate cap $cap: two ranks"
             half=$(awk -v r="${rate%Mbit}" 'BEGIN {print r / 2 "Mbit"}')
@@ -127,7 +137,7 @@ for ds in $datasets; do
             c0=$(cg_cpu) t0=$(date +%s.%N)
             wait
             c1=$(cg_cpu) t1=$(date +%s.%N)
-            echo "$ds,$rate,$cap,ranks,selective,all,$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'),0,0,0,$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')" >>"$csv"
+            echo "$ds,$rate,$cap,ranks,selective,all,$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'),0,0,0,$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}'),1" >>"$csv"
         done
     done
 done
@@ -155,7 +165,7 @@ med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
 errs = []
 for (ds, rate, cap), runs in cells.items():
     for (run, pol), rs in singles[(ds, rate, cap)].items():
-        if not run.startswith("rank"):  # rank0, rank1, ranks: the two ranks' rows
+        if not run.startswith(("rank", "fresh")):  # the two ranks' rows; one-epoch runs
             # The plans of sophon's rule and selective follow what the epochs measure; the fixed
             # policies' do not, and show what the machine and the epochs' crops do alone.
             fixed = pol in ("none", "all", "resize", "oracle")
@@ -167,7 +177,7 @@ for (ds, rate, cap), runs in cells.items():
     none = med(runs[("true", "none")], "seconds") if ("true", "none") in runs else None
     soph = med(runs[("true", "sophon")], "seconds") if ("true", "sophon") in runs else None
     for (run, pol), rs in runs.items():
-        if run.startswith("rank"):
+        if run.startswith("rank") or run == "fresh":
             continue
         s, m = med(rs, "seconds"), med(rs, "model_s")
         first = singles[(ds, rate, cap)][(run, pol)]  # the first run's epochs
@@ -178,6 +188,19 @@ for (ds, rate, cap), runs in cells.items():
             100 * (m / s - 1), float(rs[0]["osd_cpu_cgroup"]),
             "%.2fx" % (none / s) if none else "-", "%.2fx" % (soph / s) if soph else "-",
             float(first[-1]["seconds"]) / float(first[0]["seconds"])))
+    # Selective's last epoch adapted (the true budget's runs) against the same epoch planned
+    # afresh from the profile: the same crops, so the same work (an epoch's random crops can cost
+    # a tenth more than another's: crop_work), and only what the adaptation did differs.
+    if ("fresh", "selective") in runs and ("true", "selective") in runs:
+        last = str(int(sys.argv[3]) - 1)
+        adapted = statistics.median(float(r["seconds"]) for r in runs[("true", "selective")] if r["epoch"] == last)
+        fresh = med(runs[("fresh", "selective")], "seconds")
+        works = [r["crop_work"] for r in runs.get(("true", "none"), []) if r["crop_work"]]
+        print("| selective's last epoch: adapted %.2f s, planned afresh %.2f s (%.2fx) | | | | | | | | |" % (
+            adapted, fresh, adapted / fresh))
+        if works:
+            print("| the epochs' crops against the mean decode: %s | | | | | | | | |" % " ".join(works))
+        target("selective's last epoch within 1.05x of the same epoch planned afresh", adapted <= 1.05 * fresh)
     if ("ranks", "selective") in runs:
         rk = runs[("ranks", "selective")][0]
         wall, cpu = float(rk["seconds"]), float(rk["osd_cpu_cgroup"])
