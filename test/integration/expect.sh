@@ -1,5 +1,5 @@
 # expect.sh - sourced by the command-line tests: ok, bad, expect, the closing count line, and
-# small_dataset and cluster_diag.
+# small_dataset, primary_of and cluster_diag.
 pass=0 fail=0
 ok() { echo "ok: $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $1"; fail=$((fail + 1)); }
@@ -34,6 +34,11 @@ small_dataset() {
         ls "$all/$c" | head -"$n" | while read -r f; do cp "$all/$c/$f" "$out/$c/"; done
     done
     rm -rf "$all"
+}
+# primary_of POOL OBJECT: the OSD id that serves OBJECT (its acting primary, as the mons map it).
+primary_of() {
+    ceph osd map "$1" "$2" -f json |
+        /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["acting_primary"])'
 }
 # cluster_diag DIR OBJECT...: what the cluster in DIR says when a test's reads did not complete:
 # its health, the placement groups that are not active+clean, where the OBJECTs map, and the

@@ -98,9 +98,7 @@ wait_clean
 # where ceph.conf and CEPH_ARGS leave it unset, 2 s here from CEPH_ARGS) and says what to check ----
 on_osd1=
 for o in $(cd "$work/$ds" && find . -type f | sed 's|^\./||'); do
-    primary=$(ceph osd map "$pool" "$o" -f json |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["acting_primary"])')
-    [ "$primary" = 1 ] && on_osd1=$o && break
+    [ "$(primary_of "$pool" "$o")" = 1 ] && on_osd1=$o && break
 done
 kill -STOP "$osd" && stopped=$osd
 t0=$(date +%s.%N)

@@ -9,6 +9,7 @@ build=$1 dir=$2 corpus=$3
 cluster=$here/cluster.sh
 work=$(mktemp -d)
 trap '"$cluster" cleanup "$dir" "$build" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+. "$here/expect.sh" # primary_of
 
 "$cluster" setup "$dir" "$build" --osds 3 --pool spread --pg-num 32 >/dev/null
 export CEPH_CONF=$dir/ceph.conf
@@ -53,7 +54,7 @@ echo "objects per OSD: $per_osd"
 # The class answers on every OSD: call it on one object per primary.
 declare -A seen=()
 for i in $(seq 1 48); do
-    primary=$(ceph osd map spread "obj.$i" -f json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["acting_primary"])')
+    primary=$(primary_of spread "obj.$i")
     [ "${#seen[@]}" = 3 ] && break
     [ -n "${seen[$primary]:-}" ] && continue
     seen[$primary]=1
