@@ -89,16 +89,17 @@ plan() {
             printf "%s,%s,%s,%s,%s,%s,%s\n", ds, rate, cap, $1, $3, $4, $6 }' "$work/plan.txt" >>"$plans"
 }
 # load RUN-NAME DATASET LOAD-ARGS...: one `sophon load`, its stats lines into the CSV with the
-# cgroup's CPU per epoch.
+# cgroup's CPU per epoch (over the epochs it ran: LOAD-ARGS may give another --epochs).
 load() {
-    local run=$1 ds=$2 c0 c1
+    local run=$1 ds=$2 c0 c1 ran
     shift 2
     c0=$(cg_cpu)
     on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --seed 1 --epochs "$epochs" \
         --discard --threads 1 --client-cores 1 ${prefetch:+--prefetch "$prefetch"} --format f32 "$@" \
         >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
     c1=$(cg_cpu)
-    awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$epochs" 'BEGIN {print (b - a) / e}')" '
+    ran=$(grep -c '^stats: ' "$work/load-$run.log")
+    awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$ran" 'BEGIN {print (b - a) / e}')" '
         /^stats: / { delete r; for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
             printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s\n", ds, rate, cap, run, r["policy"], r["epoch"],
                 r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg, r["crop_work"] }' "$work/load-$run.log" >>"$csv"
