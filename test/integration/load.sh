@@ -156,10 +156,14 @@ out=$("$check" torchvision "$work/val-none" 0 "$work/$ds" f32 182 160) && ok "$o
 # the epoch alone (a run that starts at epoch 2 has the same figure for it), different from one
 # training epoch to the next, the same for the validation's centre crops every epoch.
 cw() { grep -o ' crop_work=[0-9.]*' "$1" | cut -d= -f2 | tr '\n' ' '; }
-for r in "cw --epochs 3" "cw2 --epochs 1 --first-epoch 2"; do
-    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --seed 5 --discard \
-        ${r#* } >"$work/${r%% *}.log" 2>&1 || bad "crop_work: load ${r#* }: $(cat "$work/${r%% *}.log")"
-done
+cw_load() { # log args...
+    local log=$work/$1.log
+    shift
+    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --seed 5 --discard "$@" \
+        >"$log" 2>&1 || bad "crop_work: load $*: $(cat "$log")"
+}
+cw_load cw --epochs 3
+cw_load cw2 --epochs 1 --first-epoch 2
 read -r w0 w1 w2 <<<"$(cw "$work/cw.log")"
 read -r v0 v1 <<<"$(cw "$work/val-none.log")"
 awk -v a="$w0" -v b="$w1" -v c="$w2" -v d="$(cw "$work/cw2.log")" -v v0="$v0" -v v1="$v1" 'BEGIN {
