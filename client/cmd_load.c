@@ -39,8 +39,10 @@ static const char usage[] =
     "      --out DIR           write DIR/epoch-E.data (samples in order) and DIR/epoch-E.index\n"
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
-    "      --window W          RADOS operations in flight (default 32; a quarter, up to 8, kept\n"
-    "                          for preparations started ahead of their turn)\n"
+    "      --window W          RADOS operations in flight (default: chosen per epoch, enough\n"
+    "                          reads of the median object for 0.3 s of the link, 32 to 256; a\n"
+    "                          quarter, up to 8, kept for preparations started ahead of their\n"
+    "                          turn)\n"
     "      --prefetch N        batches prepared ahead of the one being consumed (default:\n"
     "                          chosen per epoch, at least 1 + window / batch, more while the\n"
     "                          plan's longest preparation would outlast the ring's reads)\n"
@@ -192,7 +194,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            "osd_cpu=%.3f declined=%llu model_s=%.3f crop_bytes=%llu crop_samples=%llu "
            "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
            "osd_cores_measured=%d demoted=%llu prefetch=%u osd_process=%.3f osd_op_ms=%.4f "
-           "osd_op_measured=%d ahead=%llu clock_start=%.3f clock_end=%.3f crop_work=%.4f\n",
+           "osd_op_measured=%d ahead=%llu clock_start=%.3f clock_end=%.3f crop_work=%.4f "
+           "window=%u\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -203,7 +206,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            st->bandwidth_measured, st->storage_cores, st->storage_measured,
            (unsigned long long)st->demoted, st->prefetch, (double)st->osd_process_ns / 1e9,
            st->osd_op_s * 1e3, st->osd_op_measured, (unsigned long long)st->ahead, t0, t1,
-           st->crop_work);
+           st->crop_work, st->window);
 }
 
 enum {

@@ -17,6 +17,17 @@ double sophon__control_latency(const struct sophon__control_in *in)
     return fmax(work / in->osd_cores, own / fmin(in->osd_cores, 1.0));
 }
 
+unsigned sophon__control_window(double rate_Bps, double object_bytes)
+{
+    if (!(rate_Bps > 0) || !(object_bytes > 0) || !isfinite(rate_Bps) || !isfinite(object_bytes))
+        return SOPHON__WINDOW_MIN;
+    double reads = ceil(rate_Bps * SOPHON__WINDOW_LINK_S / object_bytes);
+    double w = reads + SOPHON__AHEAD;
+    if (!(w > SOPHON__WINDOW_MIN))
+        return SOPHON__WINDOW_MIN;
+    return w < SOPHON__WINDOW_MAX ? (unsigned)w : SOPHON__WINDOW_MAX;
+}
+
 int sophon__control_demote(const struct sophon__control_in *in)
 {
     if (!(in->rate_Bps > 0) || !isfinite(in->rate_Bps) || !(in->osd_cores > 0))

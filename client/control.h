@@ -121,4 +121,24 @@ static inline unsigned sophon__ahead_places(unsigned window)
     return window / 4 < SOPHON__AHEAD ? window / 4 : SOPHON__AHEAD;
 }
 
+/*
+ * sophon__control_window - the operations in flight for an epoch whose options leave the window
+ * to the loader (0): enough plain reads of object_bytes each (the dataset's median object) that
+ * the bytes in flight cover SOPHON__WINDOW_LINK_S of the link at rate_Bps, plus the places kept
+ * for preparations ahead; between SOPHON__WINDOW_MIN and SOPHON__WINDOW_MAX (the minimum where
+ * the rate or the size is unknown). An operation's time in flight is not only its bytes over the
+ * link: where the OSDs run under a CPU quota (a cgroup's, as containers run them) and
+ * preparations use it up, the OSDs stop for the rest of each quota period, a read's threads wait
+ * through such pauses at each step, and with too few reads in flight the link idles meanwhile.
+ * On the shaped testbed with the main job's photos, selective's plan (3 photos prepared in the
+ * OSDs, the rest read) ran its first epoch in 1.99-2.20 s with 32 in flight at 100Mbit/0.25
+ * cores and 1.79 s with 64, 96 or 160 (modelled 1.84-1.94 s); at 500Mbit/0.5 cores 1.05-1.11 s
+ * with 32 and 0.87-0.97 s with 96 or 256 (modelled 0.89-0.94 s). Little's law: the reads in
+ * flight are the link's rate over a read's bytes times its time in flight.
+ */
+#define SOPHON__WINDOW_LINK_S 0.3
+#define SOPHON__WINDOW_MIN    32u
+#define SOPHON__WINDOW_MAX    256u
+unsigned sophon__control_window(double rate_Bps, double object_bytes);
+
 #endif

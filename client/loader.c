@@ -117,12 +117,15 @@ struct sophon_loader {
     pthread_cond_t cv_disp, cv_work, cv_done;
     pthread_t dispatcher, *workers;
     struct slot **to_issue; /* The dispatcher's: window slots to start outside mu. */
+    unsigned window_cap;    /* the most operations any epoch may have in flight (to_issue) */
+    double median_bytes;    /* the dataset's median object as stored (sophon__control_window) */
     unsigned nworkers;
     int threads_started, stop;
 
     /* The epoch; everything below is guarded by mu. */
     int running;
     uint64_t seed, epoch;
+    unsigned window; /* operations in flight this epoch: the options', or chosen per epoch */
     uint64_t *order;
     size_t m;
     struct sophon_plan *plan;
@@ -400,7 +403,7 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
         if (o == s || o->state != SLOT_INFLIGHT)
             continue;
         seen++;
-        if (o->stage != SOPHON_STAGE_STORED && k < l->o.window)
+        if (o->stage != SOPHON_STAGE_STORED && k < l->window_cap)
             l->ctl_cpu[k++] = o->osd_model_s;
     }
     /* While s is outstanding its batch cannot be delivered, and the loader can issue no further
@@ -469,7 +472,7 @@ static size_t issue_ahead(struct sophon_loader *l, struct slot **out)
         end = l->m;
     if (l->ahead_next < l->issued)
         l->ahead_next = l->issued;
-    while (l->ahead_inflight < sophon__ahead_places(l->o.window) && l->inflight < l->o.window &&
+    while (l->ahead_inflight < sophon__ahead_places(l->window) && l->inflight < l->window &&
            l->ahead_next < end) {
         uint64_t pos = l->ahead_next++;
         if (l->plan->stage[l->order[pos]] == SOPHON_STAGE_STORED)
@@ -500,7 +503,7 @@ static void *dispatcher_main(void *arg)
         double now = now_s(), wake = INFINITY;
         if (l->running) {
             /* Retries first: they are the oldest positions. */
-            for (struct slot **pp = &l->retry; *pp != NULL && l->inflight < l->o.window;) {
+            for (struct slot **pp = &l->retry; *pp != NULL && l->inflight < l->window;) {
                 struct slot *s = *pp;
                 if (s->not_before > now) {
                     wake = fmin(wake, s->not_before);
@@ -514,9 +517,9 @@ static void *dispatcher_main(void *arg)
                 l->inflight_bytes += s->expect_bytes;
                 batch[k++] = s;
             }
-            while (can_issue(l) && (l->inflight - l->ahead_inflight <
-                                        l->o.window - sophon__ahead_places(l->o.window) ||
-                                    issued_ahead(l, l->issued))) {
+            while (can_issue(l) &&
+                   (l->inflight - l->ahead_inflight < l->window - sophon__ahead_places(l->window) ||
+                    issued_ahead(l, l->issued))) {
                 struct slot *s = &l->slots[l->issued % l->nslots];
                 if (issued_ahead(l, l->issued)) {
                     l->issued++;
@@ -899,7 +902,7 @@ static int start_threads(struct sophon_loader *l)
 {
     l->threads_started = 1;
     l->workers = calloc(l->o.threads, sizeof(*l->workers));
-    l->to_issue = calloc(l->o.window, sizeof(*l->to_issue));
+    l->to_issue = calloc(l->window_cap, sizeof(*l->to_issue));
     if (l->workers == NULL || l->to_issue == NULL)
         return -ENOMEM;
     if (pthread_create(&l->dispatcher, NULL, dispatcher_main, l) != 0)
@@ -1242,7 +1245,7 @@ static void restrict_stages(struct sophon_loader *l)
 static unsigned default_nbufs(const struct sophon_loader *l)
 {
     unsigned b = l->o.batch_size;
-    return 1 + (l->o.prefetch > 0 ? l->o.prefetch : 1 + (l->o.window + b - 1) / b);
+    return 1 + (l->o.prefetch > 0 ? l->o.prefetch : 1 + (l->window + b - 1) / b);
 }
 
 /* Makes the ring nbufs batches deep, growing its buffers where it has fewer (mu held or no
@@ -1280,11 +1283,34 @@ static int ring_resize(struct sophon_loader *l, unsigned nbufs)
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The dataset's median object as stored, bytes; 0 where it has none or no memory to tell. */
+static double median_object_bytes(const struct sophon_loader *l)
+{
+    size_t n = sophon_records_count(l->ds.records);
+    uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
+    if (v == NULL || n == 0) {
+        free(v);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = record(l, i)->stored_bytes;
+    qsort(v, n, sizeof(*v), cmp_u64);
+    double m = (double)v[n / 2];
+    free(v);
+    return m;
+}
+
 static int alloc_ring(struct sophon_loader *l)
 {
     l->obj_ratio = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->obj_ratio));
     l->box_factor = calloc(sophon_records_count(l->ds.records) + 1, sizeof(*l->box_factor));
-    l->ctl_cpu = calloc(l->o.window, sizeof(*l->ctl_cpu));
+    l->ctl_cpu = calloc(l->window_cap, sizeof(*l->ctl_cpu));
     if (l->obj_ratio == NULL || l->box_factor == NULL || l->ctl_cpu == NULL)
         return -ENOMEM;
     return ring_resize(l, default_nbufs(l));
@@ -1421,6 +1447,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     if (r < 0)
         goto fail;
     read_mtimes(l, dataset);
+    /* The window the options give, or the one each epoch chooses (sophon__control_window). */
+    l->window_cap = o.window > 0 ? o.window : SOPHON__WINDOW_MAX;
+    l->window = o.window > 0 ? o.window : SOPHON__WINDOW_MIN;
+    l->median_bytes = median_object_bytes(l);
     l->osd_op_s = SOPHON_SEL_OSD_OP_S;
     /* The profile's speeds against the cost model until the epochs measure this client's and the
      * OSDs' own. */
@@ -1519,8 +1549,8 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
         .threads = l->o.threads,
         .batch = l->o.batch_size,
         .nbufs = nbufs,
-        .window = l->o.window,
-        .ahead = sophon__ahead_places(l->o.window),
+        .window = l->window,
+        .ahead = sophon__ahead_places(l->window),
     };
     double t = sophon__sim_epoch(s, m, &p);
     free(s);
@@ -1809,6 +1839,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->ctl_rate_Bps = budget.bandwidth_Bps / l->o.world;
     l->ctl_osd_cores = budget.storage_cores / l->o.world;
     l->ctl_client_cores = budget.client_cores / l->o.world;
+    l->window =
+        l->o.window > 0 ? l->o.window : sophon__control_window(l->ctl_rate_Bps, l->median_bytes);
     const sophon_records *set = epoch_records(l);
     r = set != NULL ? sophon_plan_make(&plan, set, &budget) : -ENOMEM;
     if (r < 0) {
@@ -1848,6 +1880,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     memset(&l->st, 0, sizeof(l->st));
     l->st.epoch = epoch;
     l->st.prefetch = l->nbufs - 1;
+    l->st.window = l->window;
     l->st.class_available = l->class_ok;
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;

@@ -41,7 +41,8 @@ static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
     [4] = offsetof(struct sophon_loader_stats, osd_op_s),
     [5] = offsetof(struct sophon_loader_stats, ahead),
     [6] = offsetof(struct sophon_loader_stats, crop_work),
-    [7] = sizeof(struct sophon_loader_stats),
+    [7] = offsetof(struct sophon_loader_stats, window),
+    [8] = sizeof(struct sophon_loader_stats),
 };
 
 /* Version 1: every field left at 0 took its default. */
@@ -52,8 +53,6 @@ static void version1_zeros(struct sophon_loader_options *o,
         o->batch_size = defaults->batch_size;
     if (o->world == 0)
         o->world = defaults->world;
-    if (o->window == 0)
-        o->window = defaults->window;
     if (o->bandwidth_Bps == 0)
         o->bandwidth_Bps = SOPHON_BUDGET_MEASURE;
     if (o->storage_cores == 0)
@@ -138,9 +137,9 @@ int sophon__loader_options_resolve(struct sophon_loader_options *out,
     if (o.world == 0 || o.rank >= o.world ||
         (o.policy != NULL && sophon_policy_from_name(o.policy) < 0) ||
         (o.format != SOPHON_SAMPLE_U8 && o.format != SOPHON_SAMPLE_F32) || o.batch_size == 0 ||
-        o.batch_size > 65536 || o.window == 0 || o.window > 4096 || o.threads > 256 ||
-        o.prefetch > 65536 || !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) ||
-        !cores_ok(o.storage_cores) || !cores_ok(o.client_cores) || !transform_ok(&o))
+        o.batch_size > 65536 || o.window > 4096 || o.threads > 256 || o.prefetch > 65536 ||
+        !(o.bandwidth_Bps > 0) || !isfinite(o.bandwidth_Bps) || !cores_ok(o.storage_cores) ||
+        !cores_ok(o.client_cores) || !transform_ok(&o))
         return -EINVAL;
     unsigned stages;
     if (o.stages != NULL && sophon_stages_parse(&stages, o.stages, NULL, 0) < 0)

@@ -484,7 +484,7 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     const char *pool, *dataset, *conf = NULL, *id = NULL, *policy = NULL, *keyring = NULL;
     const char *stages = NULL, *nspace = NULL;
     const char *format = "f32", *transform = "train";
-    long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 32;
+    long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 0;
     long rank = 0, world = 1, prefetch = 0;
     PyObject *scale = Py_None, *ratio = Py_None, *mean = Py_None, *std = Py_None;
 
@@ -500,10 +500,16 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
     int fmt = parse_format(format), tr = parse_transform(transform);
     if (fmt < 0 || tr < 0 || check_side(batch, "batch_size", 65536) < 0 ||
-        check_side(size, "size", SOPHON_MAX_SIDE) < 0 || check_side(window, "window", 4096) < 0 ||
+        check_side(size, "size", SOPHON_MAX_SIDE) < 0 ||
         check_side(world, "world", UINT32_MAX) < 0 || parse_range(scale, "scale", o.scale) < 0 ||
         parse_range(ratio, "ratio", o.ratio) < 0 || parse_normalize(mean, std, o.mean, o.std) < 0)
         return -1;
+    if (window < 0 || window > 4096) {
+        PyErr_Format(PyExc_ValueError,
+                     "window must be 0 (the loader chooses per epoch) .. 4096 operations, not %ld",
+                     window);
+        return -1;
+    }
     if (prefetch < 0 || prefetch > 65536) {
         PyErr_SetString(PyExc_ValueError,
                         "prefetch must be 0 (1 + window / batch_size) .. 65536 batches");
@@ -681,6 +687,7 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
         dict_set(d, "demoted", PyLong_FromUnsignedLongLong(st.demoted)) < 0 ||
         dict_set(d, "ahead", PyLong_FromUnsignedLongLong(st.ahead)) < 0 ||
         dict_set(d, "prefetch", PyLong_FromUnsignedLong(st.prefetch)) < 0 ||
+        dict_set(d, "window", PyLong_FromUnsignedLong(st.window)) < 0 ||
         dict_set(d, "elapsed_s", PyFloat_FromDouble(st.elapsed_s)) < 0 ||
         dict_set(d, "client_cpu_s", PyFloat_FromDouble((double)st.client_cpu_ns / 1e9)) < 0 ||
         dict_set(d, "osd_cpu_s", PyFloat_FromDouble((double)st.osd_cpu_ns / 1e9)) < 0 ||

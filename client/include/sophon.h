@@ -104,6 +104,7 @@ enum sophon_loader_stage {
  *   4  appends stages. An older caller gets every stage.
  *   5  appends prefetch. An older caller gets the default.
  *   6  appends nspace. An older caller gets NULL: the namespace the dataset was put in.
+ * A window of 0 (refused before stats version 8) means the loader's choice in every version.
  */
 #define SOPHON_LOADER_OPTIONS_VERSION 6
 
@@ -129,7 +130,11 @@ struct sophon_loader_options {
     int format;           /* enum sophon_sample_format; default u8 */
     unsigned batch_size;  /* samples per batch, 1..65536; default 32 */
     unsigned rank, world; /* this process's shard of each epoch: rank < world; default 0 of 1 */
-    unsigned window;      /* RADOS operations in flight, 1..4096; default 32 */
+    unsigned window;      /* RADOS operations in flight, 1..4096; 0 (the default): the loader
+                           * chooses per epoch, enough reads of the dataset's median object to
+                           * keep 0.3 s of the link's bytes in flight (32..256; the link's rate
+                           * as given or measured): with OSDs under a CPU quota a read's time in
+                           * flight is more than its bytes over the link (BENCHMARKS.md) */
     unsigned threads;     /* local worker threads, 1..256; 0 (the default): the CPUs this process
                            * may use (its affinity mask, capped by its cgroup's CPU quota) */
     const char *keyring;  /* keyring file; NULL: from ceph.conf */
@@ -184,7 +189,7 @@ struct sophon_loader_options {
 
 /* clang-format off */
 #define SOPHON_LOADER_OPTIONS_INIT { SOPHON_LOADER_OPTIONS_VERSION, NULL, SOPHON_SAMPLE_U8, 32, \
-                                     0, 1, 32, 0, NULL, SOPHON_BUDGET_MEASURE, \
+                                     0, 1, 0, 0, NULL, SOPHON_BUDGET_MEASURE, \
                                      SOPHON_BUDGET_MEASURE, SOPHON_BUDGET_MEASURE, 4, 100, 30, 0, \
                                      NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
                                      {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
@@ -212,8 +217,8 @@ struct sophon_batch {
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
  * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU, 6
- * ahead, 7 crop_work. */
-#define SOPHON_LOADER_STATS_VERSION 7
+ * ahead, 7 crop_work, 8 window. */
+#define SOPHON_LOADER_STATS_VERSION 8
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -273,6 +278,9 @@ struct sophon_loader_stats {
                        * expect (the cost model, each sample weighted by its image's decode):
                        * above 1, this epoch's random boxes hold more of their images than the
                        * mean, and every plan that decodes them takes longer; 1 where unknown */
+    /* Version 8. */
+    unsigned window; /* the operations this epoch had in flight at most: the options' window,
+                      * or as the loader chose it (see there) */
 };
 
 /* clang-format off */

@@ -114,7 +114,9 @@ class Loader:
     conf None means $CEPH_CONF, then Ceph's search path; client_id None means client.admin;
     namespace is the RADOS namespace the objects were put in (`sophon put -N`; None: the one put
     recorded in the dataset's index; another one raises OSError EXDEV).
-    threads 0 means one worker per online CPU; window is the RADOS operations in flight;
+    threads 0 means one worker per online CPU; window is the RADOS operations in flight (0: the
+    loader chooses per epoch, enough reads of the dataset's median object to keep 0.3 s of the
+    link's bytes in flight, 32..256);
     prefetch the batches prepared ahead of the one being consumed (0: the loader chooses per
     epoch, at least 1 + window / batch_size, more where the plan's longest preparation in the
     OSDs would outlast the link's reading of the ring).
@@ -127,7 +129,7 @@ class Loader:
 
     def __init__(self, pool, dataset, conf=None, client_id=None, policy="selective",
                  format="f32", batch_size=32, transform="train", size=224, rank=0, world=1, *,
-                 resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=32,
+                 resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=0,
                  keyring=None, stages=None, prefetch=0, namespace=None):
         self.format = format
         self.size = operator.index(size)
@@ -192,9 +194,9 @@ class Loader:
         samples, failed, samples_per_s, bytes_received, bytes_by_stage, offloaded, retries,
         fallbacks, demoted (planned in the OSDs, read as stored not to keep the link waiting),
         ahead (preparations started ahead of their turn, in the window's places kept for them),
-        prefetch (the ring's depth this epoch), elapsed_s, client_cpu_s, osd_cpu_s (the
-        preparations'), osd_process_s (the OSD processes' whole CPU over the epoch, this rank's
-        share), osd_op_s (their CPU per operation beyond the preparations, as the plan counted
+        prefetch (the ring's depth this epoch), window (its operations in flight at most),
+        elapsed_s, client_cpu_s, osd_cpu_s (the preparations'), osd_process_s (the OSD
+        processes' whole CPU over the epoch, this rank's share), osd_op_s (their CPU per operation beyond the preparations, as the plan counted
         it), the plan's predicted_bytes, predicted_epoch_s, crop_work (decoding this epoch's
         random crops against the mean crop's: above 1, every plan that decodes them takes
         longer), ..."""

@@ -77,6 +77,30 @@ for w in 1 8 32; do
     fi
 done
 
+# The window the loader chooses where --window is not given: reads of the dataset's median object
+# for 0.3 s of the link (its rate as given, less TCP/IP's headers) and 8 places ahead, 32 to 256;
+# the samples are the same whatever it is. The none load above ran at 100Mbit.
+median=$(find "$work/$ds" -type f -printf '%s\n' | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2) + 1]}')
+want_window() { # bits per second
+    awk -v r="$1" -v m="$median" 'BEGIN {
+        w = r / 8 * 1448 / 1514 * 0.3 / m; w = (w == int(w) ? w : int(w) + 1) + 8
+        print (w < 32 ? 32 : w > 256 ? 256 : w) }'
+}
+for net in 20Mbit 100Mbit 10Gbit; do
+    bits=$(sed 's/Gbit/000000000/; s/Mbit/000000/' <<<"$net")
+    log=$work/win-$net.log
+    [ "$net" = 100Mbit ] && log=$work/none.log ||
+        load "$work/win-$net" "$log" --policy resize --storage-cores 2 --net $net ||
+        bad "load at $net: $(tail -3 "$log.err")"
+    got=$(grep -o ' window=[0-9]*' "$log" | cut -d= -f2)
+    want=$(want_window "$bits")
+    [ "$got" = "$want" ] && { [ "$net" = 100Mbit ] || cmp -s "$work/none/epoch-0.data" "$work/win-$net/epoch-0.data"; } &&
+        ok "at $net the loader keeps $got operations in flight (median object $median bytes), the epoch none's" ||
+        bad "at $net: window $got, expected $want (median object $median bytes), or the epoch differs"
+done
+grep -q ' window=8$' "$work/ahead-8.log" && ok "--window 8 is kept" ||
+    bad "--window 8: $(grep -o ' window=[0-9]*' "$work/ahead-8.log")"
+
 # Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used
 # where it is allowed (oracle: fewest bytes) and never where it is not.
 for st in stored,u8 stored,crop crop,u8,f32 stored,crop,u8,f32; do

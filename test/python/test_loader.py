@@ -210,6 +210,20 @@ def main():
             runs.append([(bytes(x), list(y)) for x, y in l.epoch(seed=5, epoch=1, copy=True)])
     check(runs[0] == runs[1] == runs[2] and len(runs[0]) > 0,
           "prefetch 0, 1 and 9 deliver the same batches")
+    # window: the operations in flight, the loader's choice (0) or the one given; never what
+    # the batches hold.
+    runs, windows = [], []
+    for w in (0, 3):
+        with loader(format="u8", size=32, batch_size=4, threads=2, window=w) as l:
+            runs.append([(bytes(x), list(y)) for x, y in l.epoch(seed=5, epoch=1, copy=True)])
+            windows.append(l.stats()["window"])
+    check(runs[0] == runs[1] and 32 <= windows[0] <= 256 and windows[1] == 3,
+          f"window 0 (the loader chose {windows[0]}) and 3 deliver the same batches")
+    try:
+        loader(window=-1)
+        check(False, "window=-1 raised nothing")
+    except ValueError:
+        pass
     try:
         loader(prefetch=65537)
         check(False, "prefetch=65537 raised nothing")

@@ -97,6 +97,27 @@ static void test_ring(void **state)
     assert_int_equal(sophon__control_ring(0.2, 0.15, 1.25e6, 0, 3, 100), 3);
 }
 
+static void test_window(void **state)
+{
+    (void)state;
+    /* 100 Mbit/s of 50 KB reads: 0.3 s of link is 75 of them, and 8 places ahead. */
+    assert_int_equal(sophon__control_window(12.5e6, 50e3), 83);
+    /* Half the rate, half the reads; a slow link or big objects never go below 32. */
+    assert_int_equal(sophon__control_window(6.25e6, 50e3), 46);
+    assert_int_equal(sophon__control_window(12.5e6, 1e6), SOPHON__WINDOW_MIN);
+    /* A fast link of small objects stops at the most. */
+    assert_int_equal(sophon__control_window(62.5e6, 50e3), SOPHON__WINDOW_MAX);
+    assert_int_equal(sophon__control_window(1e12, 1), SOPHON__WINDOW_MAX);
+    /* Nothing to go by: the least. */
+    assert_int_equal(sophon__control_window(0, 50e3), SOPHON__WINDOW_MIN);
+    assert_int_equal(sophon__control_window(12.5e6, 0), SOPHON__WINDOW_MIN);
+    assert_int_equal(sophon__control_window(NAN, 50e3), SOPHON__WINDOW_MIN);
+    assert_int_equal(sophon__control_window(INFINITY, 50e3), SOPHON__WINDOW_MIN);
+    /* The in-order pass keeps the reads asked for: the window less its places ahead. */
+    unsigned w = sophon__control_window(12.5e6, 50e3);
+    assert_true(w - sophon__ahead_places(w) >= 75);
+}
+
 /* ---- synthetic traces ------------------------------------------------------------------------ */
 
 #define N      600
@@ -324,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_latency),
         cmocka_unit_test(test_demote),
         cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_window),
         cmocka_unit_test(test_keep_placement),
         cmocka_unit_test(test_choose_lean),
         cmocka_unit_test(test_trace_short_of_cpu),

@@ -41,7 +41,7 @@ static void test_defaults(void **state)
         assert_int_equal(o.batch_size, 32);
         assert_int_equal(o.rank, 0);
         assert_int_equal(o.world, 1);
-        assert_int_equal(o.window, 32);
+        assert_int_equal(o.window, 0); /* chosen per epoch */
         assert_int_equal(o.threads, usable());
         assert_true(o.bandwidth_Bps == 1e9 / 8);
         assert_true(o.storage_cores == 4);
@@ -168,7 +168,6 @@ static void test_refused(void **state)
     REFUSED(in.std[0] = INFINITY);
     REFUSED(in.batch_size = 0);
     REFUSED(in.batch_size = 65537);
-    REFUSED(in.window = 0);
     REFUSED(in.window = 4097);
     REFUSED(in.world = 0);
     REFUSED((in.rank = 2, in.world = 2));
@@ -216,7 +215,7 @@ static void test_versions(void **state)
     assert_int_equal(o.version, SOPHON_LOADER_OPTIONS_VERSION);
     assert_int_equal(o.batch_size, 32);
     assert_int_equal(o.world, 1);
-    assert_int_equal(o.window, 32);
+    assert_int_equal(o.window, 0); /* its 0, the default: chosen per epoch */
     assert_int_equal(o.threads, usable());
     assert_int_equal(o.retries, 4);
     assert_int_equal(o.backoff_ms, 100);
@@ -338,8 +337,13 @@ static void test_stats_versions(void **state)
     assert_int_equal(out.ahead, 11);
     assert_true(out.crop_work != 1.25); /* version 7's */
     out.version = 7;
+    src.window = 83;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_true(out.crop_work == 1.25);
+    assert_int_equal(out.window, 0xababababu); /* version 8's */
+    out.version = 8;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.window, 83);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;
