@@ -50,6 +50,10 @@
 /* The samples' memory the loader may give its ring of batches when it sizes it itself (the
  * options' prefetch 0): 256 MiB, 1700 u8 samples of 224 x 224. */
 #define SOPHON_RING_MAX_BYTES (256u << 20)
+/* The op threads of an OSD, for the simulated epoch: a class call holds one to its end. Ceph's
+ * defaults for OSDs on disks and in memory (osd_op_num_shards_hdd 5 x 1 thread; on SSDs 8 x 2);
+ * the dev cluster's OSDs run 5 tp_osd_tp threads. */
+#define SOPHON_OSD_OP_THREADS 5u
 
 /* A retry waits at most this long, however many came before it. */
 #define BACKOFF_MAX_S 5.0
@@ -1550,6 +1554,10 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
         .batch = l->o.batch_size,
         .nbufs = nbufs,
         .window = l->window,
+        .osd_threads =
+            l->osds.n > 0
+                ? (unsigned)fmax(1, floor((double)l->osds.n * SOPHON_OSD_OP_THREADS / l->o.world))
+                : 0,
         .ahead = sophon__ahead_places(l->window),
     };
     double t = sophon__sim_epoch(s, m, &p);

@@ -10,17 +10,34 @@
 /* Work left below this many seconds is done (the sums of many small steps round). */
 #define DONE_S 1e-12
 
-/* Processor sharing: the operations in a pool share its cores, at most one core each. */
+/*
+ * Processor sharing: the operations in a pool share its cores, at most one core each. In the
+ * OSDs' pool only the preparations do; the plain reads wait in one queue and are served in
+ * order, the head one sharing the cores as one more operation. An OSD reads an object in a
+ * fraction of a millisecond on one of its few op threads, one read after another: sharing the
+ * cores among all the reads in flight would keep each of them for as long as all of them take
+ * (a window of 256 reads at 0.1 cores, 0.3 ms each, would send the first after 0.77 s), which
+ * the OSDs do not.
+ */
 struct pool {
     double cores;
-    size_t k;     /* in the pool */
-    size_t *pos;  /* their positions */
-    double *left; /* per position: seconds of work left on one core */
+    size_t k;                     /* preparations in the pool */
+    size_t *pos;                  /* their positions */
+    double *left;                 /* per position: seconds of work left on one core */
+    size_t *rq, rq_head, rq_tail; /* reads, in order; the head one is served (NULL: none) */
+    size_t most;                  /* preparations served at once (0: no limit) */
+    size_t *pq, pq_head, pq_tail; /* the preparations waiting for one of those places */
 };
+
+static int reading(const struct pool *pl)
+{
+    return pl->rq_head < pl->rq_tail;
+}
 
 static double pool_rate(const struct pool *pl)
 {
-    return pl->k == 0 ? 0 : fmin(1.0, pl->cores / (double)pl->k);
+    size_t k = pl->k + (size_t)reading(pl);
+    return k == 0 ? 0 : fmin(1.0, pl->cores / (double)k);
 }
 
 /* Seconds until the pool's next operation is done, INFINITY if none can be. */
@@ -29,7 +46,9 @@ static double pool_next(const struct pool *pl)
     double least = INFINITY, rate = pool_rate(pl);
     for (size_t i = 0; i < pl->k; i++)
         least = fmin(least, pl->left[pl->pos[i]]);
-    return pl->k == 0 ? INFINITY : least <= DONE_S ? 0 : rate > 0 ? least / rate : INFINITY;
+    if (reading(pl))
+        least = fmin(least, pl->left[pl->rq[pl->rq_head]]);
+    return isinf(least) ? INFINITY : least <= DONE_S ? 0 : rate > 0 ? least / rate : INFINITY;
 }
 
 /* Runs the pool for dt seconds; the operations done leave it, into done[] (returns how many). */
@@ -46,6 +65,16 @@ static size_t pool_advance(struct pool *pl, double dt, size_t *done)
             pl->pos[kept++] = q;
     }
     pl->k = kept;
+    while (pl->pq_head < pl->pq_tail && pl->k < pl->most)
+        pl->pos[pl->k++] = pl->pq[pl->pq_head++];
+    if (reading(pl)) {
+        size_t q = pl->rq[pl->rq_head];
+        pl->left[q] -= step;
+        if (pl->left[q] <= DONE_S) {
+            done[nd++] = q;
+            pl->rq_head++;
+        }
+    }
     return nd;
 }
 
@@ -64,6 +93,8 @@ static void sim_free(struct sim *sm)
     free(sm->batch_left);
     free(sm->osd.pos);
     free(sm->osd.left);
+    free(sm->osd.rq);
+    free(sm->osd.pq);
     free(sm->client.pos);
     free(sm->client.left);
     free(sm->link_q);
@@ -79,16 +110,20 @@ static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t 
     sm->batch_left = malloc(sm->nb * sizeof(*sm->batch_left));
     sm->osd = (struct pool){.cores = p->osd_cores,
                             .pos = malloc(p->window * sizeof(size_t)),
-                            .left = malloc(n * sizeof(double))};
+                            .left = malloc(n * sizeof(double)),
+                            .rq = malloc(n * sizeof(size_t)),
+                            .most = p->osd_threads > 0 ? p->osd_threads : p->window,
+                            .pq = malloc(n * sizeof(size_t))};
     sm->client = (struct pool){.cores = p->client_cores,
                                .pos = malloc(p->threads * sizeof(size_t)),
                                .left = malloc(n * sizeof(double))};
     sm->link_q = malloc(n * sizeof(size_t));
     sm->client_q = malloc(n * sizeof(size_t));
-    sm->done = malloc((p->window > p->threads ? p->window : p->threads) * sizeof(size_t));
+    sm->done = malloc(((p->window > p->threads ? p->window : p->threads) + 1) * sizeof(size_t));
     sm->early = calloc(n, 1);
-    if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->client.pos || !sm->client.left ||
-        !sm->link_q || !sm->client_q || !sm->done || !sm->early) {
+    if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->osd.rq || !sm->osd.pq ||
+        !sm->client.pos || !sm->client.left || !sm->link_q || !sm->client_q || !sm->done ||
+        !sm->early) {
         sim_free(sm);
         return -ENOMEM;
     }
@@ -97,12 +132,18 @@ static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t 
     return 0;
 }
 
-/* Starts position q: in the OSDs if it has OSD work, else straight to the link's queue. */
+/* Starts position q: in the OSDs if it has OSD work (a preparation among those sharing the cores,
+ * a read in the reads' queue), else straight to the link's queue. */
 static void issue(struct sim *sm, size_t q)
 {
     if (sm->s[q].osd_s > 0) {
         sm->osd.left[q] = sm->s[q].osd_s;
-        sm->osd.pos[sm->osd.k++] = q;
+        if (sm->s[q].ahead && sm->osd.k < sm->osd.most)
+            sm->osd.pos[sm->osd.k++] = q;
+        else if (sm->s[q].ahead)
+            sm->osd.pq[sm->osd.pq_tail++] = q;
+        else
+            sm->osd.rq[sm->osd.rq_tail++] = q;
     } else {
         sm->link_q[sm->link_tail++] = q;
     }

@@ -21,20 +21,24 @@ struct sophon__sim_sample {
     double bytes;    /* its response over the link (payload bytes) */
     double osd_s;    /* its OSD CPU, seconds on one of the OSDs' cores (0: none) */
     double client_s; /* its client CPU, seconds on one core (0: none) */
-    int ahead;       /* 1: prepared in an OSD, so it may be issued ahead of its turn */
+    int ahead;       /* 1: prepared in an OSD, so it may be issued ahead of its turn, and it
+                      * shares the OSDs' cores with the other preparations; 0: a plain read,
+                      * whose osd_s waits its turn in the reads' queue */
 };
 
 struct sophon__sim_params {
-    double rate_Bps;     /* the link, payload bytes per second */
-    double osd_cores;    /* the OSDs' cores, shared by the operations in them (at most one
-                          * core each) */
-    double client_cores; /* the workers' cores, shared by the workers (at most one each) */
-    unsigned threads;    /* workers */
-    size_t batch;        /* samples per batch */
-    unsigned nbufs;      /* batches in the ring */
-    unsigned window;     /* operations in flight (issued, not yet over the link) */
-    unsigned ahead;      /* places of the window kept for operations issued ahead of their
-                          * turn (the in-order pass has window - ahead) */
+    double rate_Bps;      /* the link, payload bytes per second */
+    double osd_cores;     /* the OSDs' cores, shared by the operations in them (at most one
+                           * core each) */
+    double client_cores;  /* the workers' cores, shared by the workers (at most one each) */
+    unsigned threads;     /* workers */
+    size_t batch;         /* samples per batch */
+    unsigned nbufs;       /* batches in the ring */
+    unsigned window;      /* operations in flight (issued, not yet over the link) */
+    unsigned osd_threads; /* preparations the OSDs run at once (their op threads), the others
+                           * waiting in order for a place; 0: as many as are in flight */
+    unsigned ahead;       /* places of the window kept for operations issued ahead of their
+                           * turn (the in-order pass has window - ahead) */
 };
 
 /*
@@ -43,7 +47,9 @@ struct sophon__sim_params {
  * oldest batch not yet done; in the other `ahead` places, operations of samples marked ahead,
  * the next ones the ring holds past the last issued in order (the loader issues
  * preparations ahead so that the OSDs work on them while the link carries the samples before
- * them); the OSDs' cores shared among the operations there (processor sharing);
+ * them); the OSDs' cores shared among the preparations there (at most osd_threads of them,
+ * the others waiting in order) and the head of the queue of plain reads, which the OSDs serve
+ * one after another (processor sharing);
  * the link carrying the responses one at a time in the order their OSD work ended; the workers
  * taking received samples in the order they came. INFINITY where some work has no resource to
  * run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.

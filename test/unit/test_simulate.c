@@ -74,16 +74,40 @@ static void test_osd_sharing(void **state)
      * link. */
     struct sophon__sim_sample s[4];
     for (int i = 0; i < 4; i++)
-        s[i] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 1};
+        s[i] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 1, .ahead = 1};
     struct sophon__sim_params p = params();
     p.osd_cores = 2;
     assert_float_equal(sim(s, 4, p), 2.04, 1e-9);
     /* On 8 cores each still takes a whole second: one core at most each. */
     p.osd_cores = 8;
     assert_float_equal(sim(s, 4, p), 1.04, 1e-9);
+    /* Two op threads on 8 cores: two at a time, in order. */
+    p.osd_threads = 2;
+    assert_float_equal(sim(s, 4, p), 2.02, 1e-9);
     /* A window of 1: one after another. */
+    p.osd_threads = 0;
     p.window = 1;
     assert_float_equal(sim(s, 4, p), 4.04, 1e-9);
+}
+
+static void test_reads_in_order(void **state)
+{
+    (void)state;
+    /* Plain reads with 0.1 s of OSD work each, all in flight at once on 0.5 cores: served one
+     * after another, the first over the link after 0.2 s, not all of them after 0.8 s as the
+     * cores shared among the four would have it; the last read is the last 10 ms. */
+    struct sophon__sim_sample s[5];
+    for (int i = 0; i < 4; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1};
+    struct sophon__sim_params p = params();
+    p.osd_cores = 0.5;
+    assert_float_equal(sim(s, 4, p), 0.8 + 0.01, 1e-9);
+    /* A preparation of 0.2 s issued first shares the cores with the reads' queue, 0.25 cores
+     * each: the first read done at 0.4 s, the second with the preparation at 0.8 s, the last
+     * two at 0.5 cores, 0.2 s each: the last at 1.2 s, over the link at 1.21 s. */
+    s[0] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.2, .ahead = 1};
+    s[4] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1};
+    assert_float_equal(sim(s, 5, p), 1.2 + 0.01, 1e-9);
 }
 
 static void test_ring_held(void **state)
@@ -96,6 +120,7 @@ static void test_ring_held(void **state)
     for (int i = 0; i < 40; i++)
         s[i] = (struct sophon__sim_sample){.bytes = 125000};
     s[0].osd_s = 1;
+    s[0].ahead = 1;
     struct sophon__sim_params p = params();
     p.nbufs = 2;
     p.window = 64;
@@ -192,9 +217,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_link_alone),  cmocka_unit_test(test_pipeline),
-        cmocka_unit_test(test_osd_sharing), cmocka_unit_test(test_ring_held),
-        cmocka_unit_test(test_ahead),       cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_osd_sharing), cmocka_unit_test(test_reads_in_order),
+        cmocka_unit_test(test_ring_held),   cmocka_unit_test(test_ahead),
+        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
