@@ -25,7 +25,7 @@ struct pool {
     size_t *pos;                  /* their positions */
     double *left;                 /* per position: seconds of work left on one core */
     size_t *rq, rq_head, rq_tail; /* reads, in order; the head one is served (NULL: none) */
-    size_t most;                  /* preparations served at once (0: no limit) */
+    size_t most;                  /* preparations served at once (the op threads, or the window) */
     size_t *pq, pq_head, pq_tail; /* the preparations waiting for one of those places */
 };
 

@@ -196,10 +196,10 @@ class Loader:
         ahead (preparations started ahead of their turn, in the window's places kept for them),
         prefetch (the ring's depth this epoch), window (its operations in flight at most),
         elapsed_s, client_cpu_s, osd_cpu_s (the preparations'), osd_process_s (the OSD
-        processes' whole CPU over the epoch, this rank's share), osd_op_s (their CPU per operation beyond the preparations, as the plan counted
-        it), the plan's predicted_bytes, predicted_epoch_s, crop_work (decoding this epoch's
-        random crops against the mean crop's: above 1, every plan that decodes them takes
-        longer), ..."""
+        processes' whole CPU over the epoch, this rank's share), osd_op_s (their CPU per
+        operation beyond the preparations, as the plan counted it), the plan's predicted_bytes,
+        predicted_epoch_s, crop_work (decoding this epoch's random crops against the mean
+        crop's: above 1, every plan that decodes them takes longer), ..."""
         return self._l.stats()
 
     def close(self):
