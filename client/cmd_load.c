@@ -39,6 +39,9 @@ static const char usage[] =
     "      --out DIR           write DIR/epoch-E.data (samples in order) and DIR/epoch-E.index\n"
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
+    "      --trace FILE        write one CSV line per sample delivered to FILE: where the plan\n"
+    "                          put it, what came back, its bytes, OSD and client CPU, and when\n"
+    "                          it was issued, came back, was ready and was delivered\n"
     "      --window W          RADOS operations in flight (default: chosen per epoch, enough\n"
     "                          reads of the median object for 0.3 s of the link, 32 to 256; a\n"
     "                          quarter, up to 8, kept for preparations started ahead of their\n"
@@ -143,6 +146,36 @@ static int out_close(struct epoch_out *eo)
     return r;
 }
 
+/* --trace's header, and one line per sample (struct sophon_sample_trace; the loader's callback). */
+static const char trace_header[] =
+    "epoch,position,index,planned,stage,demoted,ahead,retries,error,issued_s,completed_s,ready_s,"
+    "delivered_s,bytes,planned_bytes,planned_osd_s,osd_cpu_s,client_cpu_s,object\n";
+
+static void trace_sample(void *arg, const struct sophon_sample_trace *t)
+{
+    FILE *f = arg;
+    fprintf(f, "%llu,%llu,%llu,%s,%s,%d,%d,%u,%d,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%.6f,%.6f,%.6f,",
+            (unsigned long long)t->epoch, (unsigned long long)t->position,
+            (unsigned long long)t->index, sophon_stage_name(t->planned),
+            sophon_stage_name(t->stage), t->demoted, t->ahead, t->retries, t->error, t->issued_s,
+            t->completed_s, t->ready_s, t->delivered_s, (unsigned long long)t->bytes,
+            (unsigned long long)t->planned_bytes, t->planned_osd_s, (double)t->osd_cpu_ns / 1e9,
+            (double)t->client_cpu_ns / 1e9);
+    /* The object's name last, quoted where CSV needs it. */
+    if (strpbrk(t->name, ",\"\r\n") == NULL) {
+        fputs(t->name, f);
+    } else {
+        fputc('"', f);
+        for (const char *c = t->name; *c != '\0'; c++) {
+            if (*c == '"')
+                fputc('"', f);
+            fputc(*c, f);
+        }
+        fputc('"', f);
+    }
+    fputc('\n', f);
+}
+
 /* The epoch's report; t0 and t1 (monotonic seconds, progress_now()) when it started and ended, for
  * scripts lining up the epochs of several processes. */
 static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy,
@@ -238,6 +271,7 @@ enum {
     OPT_STD,
     OPT_STAGES,
     OPT_PREFETCH,
+    OPT_TRACE,
 };
 
 static const struct option longopts[] = {
@@ -270,6 +304,7 @@ static const struct option longopts[] = {
     {"std", required_argument, NULL, OPT_STD},
     {"stages", required_argument, NULL, OPT_STAGES},
     {"prefetch", required_argument, NULL, OPT_PREFETCH},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {NULL, 0, NULL, 0},
 };
 
@@ -277,9 +312,10 @@ static const struct option longopts[] = {
 struct load_args {
     struct cli c;
     struct sophon_loader_options o;
-    const char *dataset, *out_dir, *policy;
+    const char *dataset, *out_dir, *policy, *trace_path;
     uint64_t epochs, first, seed;
     int discard;
+    FILE *trace; /* --trace's file */
 };
 
 /* An unsigned field of the loader's options, from min to max. */
@@ -335,6 +371,9 @@ static int load_option(void *arg_, int opt, const char *arg)
         return 1;
     case OPT_DISCARD:
         a->discard = 1;
+        return 1;
+    case OPT_TRACE:
+        a->trace_path = arg;
         return 1;
     case OPT_PREFETCH:
         r = parse_unsigned(c, "--prefetch", arg, 1, 65536, &o->prefetch);
@@ -438,6 +477,19 @@ static int parse_args(int argc, char **argv, struct load_args *a, int *code)
         *code = 1;
         return -1;
     }
+    if (a->trace_path != NULL) {
+        a->trace = fopen(a->trace_path, "w");
+        if (a->trace == NULL || fputs(trace_header, a->trace) == EOF) {
+            cli_error(&a->c, "cannot write the trace to %s: %s", a->trace_path, strerror(errno));
+            if (a->trace != NULL)
+                fclose(a->trace);
+            a->trace = NULL;
+            *code = 1;
+            return -1;
+        }
+        a->o.trace = trace_sample;
+        a->o.trace_arg = a->trace;
+    }
     if (a->dataset == NULL)
         a->dataset = a->c.pool;
     a->policy = a->o.policy != NULL ? a->o.policy : "selective";
@@ -540,8 +592,11 @@ int cmd_load(int argc, char **argv)
 
     if (parse_args(argc, argv, &a, &code) < 0)
         return code;
-    if (open_loader(&a, &l) < 0)
+    if (open_loader(&a, &l) < 0) {
+        if (a.trace != NULL)
+            fclose(a.trace);
         return 1;
+    }
     code = 0;
     for (uint64_t e = a.first; e < a.first + a.epochs; e++) {
         r = run_epoch(&a, l, e);
@@ -551,5 +606,9 @@ int cmd_load(int argc, char **argv)
             break;
     }
     sophon_loader_close(l);
+    if (a.trace != NULL && cli_close_written(a.trace) < 0) {
+        cli_error(&a.c, "cannot write the trace to %s: %s", a.trace_path, strerror(EIO));
+        code = 1;
+    }
     return code;
 }

@@ -91,6 +91,12 @@ struct slot {
     uint8_t *raw; /* plain read, ours */
     size_t raw_cap;
     struct slot *next; /* work queue or retry list */
+    /* For the options' trace (struct sophon_sample_trace): seconds since the epoch started, and
+     * what the last attempt's result said. */
+    double t_issued, t_completed, t_ready;
+    unsigned retries;
+    int got_stage, err;
+    uint64_t got_bytes, osd_cpu_ns, client_cpu_ns;
 };
 
 struct batchbuf {
@@ -252,6 +258,7 @@ static void on_complete(rados_completion_t c, void *arg)
         l->ahead_inflight--;
     }
     l->inflight_bytes -= s->expect_bytes;
+    s->t_completed = now_s() - l->t0;
     enqueue_work(l, s);
     pthread_cond_signal(&l->cv_disp);
     if (!l->running)
@@ -318,6 +325,7 @@ static void issue(struct sophon_loader *l, struct slot *s)
 failed:
     pthread_mutex_lock(&l->mu);
     s->rc = r;
+    s->t_completed = now_s() - l->t0;
     l->inflight--;
     if (s->ahead_inflight) {
         s->ahead_inflight = 0;
@@ -441,6 +449,7 @@ static void slot_start(struct sophon_loader *l, struct slot *s, uint64_t pos)
     s->gen = l->gen;
     s->index = l->order[pos];
     s->planned = l->plan->stage[s->index];
+    s->t_issued = now_s() - l->t0;
     const struct sophon_record *rec = record(l, s->index);
     if (!geometry_unknown(rec))
         s->params_rc = sample_params(l, s->index, rec->width, rec->height, &s->p);
@@ -768,6 +777,7 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
 {
     struct sophon_loader_stats *st = &l->st;
     st->retries += (uint64_t)res->retried;
+    s->retries += (unsigned)res->retried;
     st->declined += (uint64_t)res->declined;
     if (res->class_missing && l->class_ok) {
         l->class_ok = 0;
@@ -830,6 +840,12 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
         l->client_model_s += res->client_model_s;
         l->client_meas_s += (double)res->client_cpu_ns / 1e9;
     }
+    s->t_ready = now_s() - l->t0;
+    s->got_stage = res->bytes > 0 ? res->got_stage : SOPHON_STAGE_STORED;
+    s->err = res->err;
+    s->got_bytes = res->bytes;
+    s->osd_cpu_ns = res->osd_cpu_ns;
+    s->client_cpu_ns = res->client_cpu_ns;
     s->state = SLOT_DONE;
 }
 
@@ -1908,6 +1924,38 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     return 0;
 }
 
+/* The options' trace of positions first..first + n), a batch just delivered at t (seconds since
+ * the epoch started); the caller's thread, mu not held. */
+static void trace_batch(const struct sophon_loader *l, uint64_t epoch, uint64_t first, size_t n,
+                        double t)
+{
+    for (size_t k = 0; k < n; k++) {
+        const struct slot *s = &l->slots[(first + k) % l->nslots];
+        struct sophon_sample_trace tr = {
+            .epoch = epoch,
+            .position = s->pos,
+            .index = s->index,
+            .name = record(l, s->index)->name,
+            .planned = s->planned,
+            .stage = s->got_stage,
+            .demoted = s->demoted,
+            .ahead = s->ahead,
+            .retries = s->retries,
+            .error = s->err,
+            .issued_s = s->t_issued,
+            .completed_s = s->t_completed,
+            .ready_s = s->t_ready,
+            .delivered_s = t,
+            .bytes = s->got_bytes,
+            .planned_bytes = s->expect_bytes,
+            .planned_osd_s = s->osd_model_s,
+            .osd_cpu_ns = s->osd_cpu_ns,
+            .client_cpu_ns = s->client_cpu_ns,
+        };
+        l->o.trace(l->o.trace_arg, &tr);
+    }
+}
+
 int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
 {
     if (out == NULL || l == NULL)
@@ -1942,12 +1990,18 @@ int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
         .failed = bb->failed,
     };
     bb->done = bb->failed = 0;
+    uint64_t first = l->delivered;
     l->delivered += n;
     l->st.delivered = l->delivered;
     l->st.elapsed_s = now_s() - l->t0;
     *out = &l->out;
     int last = l->delivered >= l->m;
+    double t = l->st.elapsed_s;
+    uint64_t epoch = l->st.epoch;
     pthread_mutex_unlock(&l->mu);
+    /* The batch's slots stay as they are until the next call releases them. */
+    if (l->o.trace != NULL)
+        trace_batch(l, epoch, first, n, t);
     if (last)
         osd_interval_end(l);
     return 1;

@@ -30,7 +30,8 @@ static const size_t options_size[SOPHON_LOADER_OPTIONS_VERSION + 1] = {
     [3] = offsetof(struct sophon_loader_options, stages),
     [4] = offsetof(struct sophon_loader_options, prefetch),
     [5] = offsetof(struct sophon_loader_options, nspace),
-    [6] = sizeof(struct sophon_loader_options),
+    [6] = offsetof(struct sophon_loader_options, trace),
+    [7] = sizeof(struct sophon_loader_options),
 };
 
 /* And of the stats struct each version has. */

@@ -104,9 +104,10 @@ enum sophon_loader_stage {
  *   4  appends stages. An older caller gets every stage.
  *   5  appends prefetch. An older caller gets the default.
  *   6  appends nspace. An older caller gets NULL: the namespace the dataset was put in.
+ *   7  appends trace and trace_arg. An older caller gets NULL: no trace.
  * A window of 0 (refused before stats version 8) means the loader's choice in every version.
  */
-#define SOPHON_LOADER_OPTIONS_VERSION 6
+#define SOPHON_LOADER_OPTIONS_VERSION 7
 
 /*
  * A budget to be measured rather than given (bandwidth_Bps, storage_cores, client_cores). The
@@ -119,6 +120,33 @@ enum sophon_loader_stage {
  * once); 4 OSD cores when the class does not answer.
  */
 #define SOPHON_BUDGET_MEASURE (-1.0)
+
+/*
+ * One sample's way through the loader, for the options' trace: where the plan put it, what was
+ * asked of the OSDs and came back, and when. Times are seconds since its epoch started
+ * (sophon_loader_epoch_start). Fields are only ever appended.
+ */
+struct sophon_sample_trace {
+    uint64_t epoch, position; /* the epoch, the sample's position in this shard's epoch */
+    uint64_t index;           /* dataset index (objects sorted by name) */
+    const char *name;         /* the object */
+    int planned;              /* enum sophon_loader_stage the plan chose (STORED: read as stored) */
+    int stage;          /* enum sophon_loader_stage of what came back: the OSD's response, STORED
+                         * for a plain read (also the local path after a failed preparation) */
+    int demoted;        /* planned in the OSDs, read as stored by the within-epoch controller */
+    int ahead;          /* its preparation was issued ahead of its turn */
+    unsigned retries;   /* its operations sent again (a timeout, an OSD error) */
+    int error;          /* 0, or the negative errno it was delivered with */
+    double issued_s;    /* its first operation sent */
+    double completed_s; /* its last operation's response in */
+    double ready_s;     /* the sample ready in its batch (prepared or finished here) */
+    double delivered_s; /* its batch handed to the caller */
+    uint64_t bytes;     /* received for it, response header included */
+    uint64_t planned_bytes; /* what the plan expected of the stage asked (the last attempt's) */
+    double planned_osd_s;   /* the OSD CPU the plan expected of it, 0 for a plain read */
+    uint64_t osd_cpu_ns;    /* the OSD CPU its response reports, 0 for a plain read */
+    uint64_t client_cpu_ns; /* this process's CPU preparing or finishing it */
+};
 
 /*
  * Options of sophon_loader_open. Start from SOPHON_LOADER_OPTIONS_INIT, which holds the defaults
@@ -185,6 +213,12 @@ struct sophon_loader_options {
                          * dataset's index, else the default namespace. Another one than put
                          * recorded fails the open with -EXDEV (the log says which). The index
                          * is the pool's whatever the namespace (dataset names are the pool's) */
+    /* Version 7. */
+    /* Called once for every sample delivered, in position order, from sophon_loader_next in
+     * the caller's thread just before it returns the sample's batch (sophon load --trace);
+     * NULL (the default): none. t is valid during the call only. */
+    void (*trace)(void *arg, const struct sophon_sample_trace *t);
+    void *trace_arg;
 };
 
 /* clang-format off */
@@ -194,7 +228,7 @@ struct sophon_loader_options {
                                      NULL, NULL, SOPHON_TRANSFORM_TRAIN, SOPHON_LOADER_SIDE, 256, \
                                      {0.08, 1.0}, {3.0 / 4.0, 4.0 / 3.0}, \
                                      {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, \
-                                     NULL, 0, NULL }
+                                     NULL, 0, NULL, NULL, NULL }
 /* clang-format on */
 
 /*

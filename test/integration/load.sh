@@ -129,13 +129,19 @@ load "$work/u8-none" "$work/u8-none.log" --policy none --format u8 &&
     ok "u8 epochs are byte-identical too" || bad "u8 epochs differ"
 
 # Two epochs, and shards 0/2 and 1/2 of them, with online adaptation between the epochs.
-load "$work/full" "$work/full.log" --policy selective --epochs 2 --storage-cores 1 --net 100Mbit &&
+load "$work/full" "$work/full.log" --policy selective --epochs 2 --storage-cores 1 --net 100Mbit \
+    --trace "$work/full.csv" &&
     load "$work/s0" "$work/s0.log" --policy selective --epochs 2 --shard 0/2 &&
     load "$work/s1" "$work/s1.log" --policy oracle --epochs 2 --shard 1/2 ||
     bad "sharded loads failed"
 for e in 0 1; do
     out=$("$check" shards "$work/full" $e 2 "$work/s0" "$work/s1") && ok "$out" || bad "$out"
 done
+# --trace: a line per sample of both epochs, adding up to their stats lines.
+out=$("$check" trace "$work/full.csv" "$work/full" "$work/full.log") && ok "--trace: $out" ||
+    bad "--trace: $out"
+expect "--trace to a file it cannot write explains" 1 "cannot write the trace to $work/no/t.csv" \
+    "$sophon" load --id sophon -p "$pool" --dataset "$ds" --trace "$work/no/t.csv"
 cmp -s "$work/full/epoch-0.index" "$work/full/epoch-1.index" &&
     bad "epoch 1 has the order of epoch 0" || ok "each epoch has its own order"
 

@@ -6,6 +6,10 @@
                       shard directories S0..S(N-1) of epoch EPOCH cover the epoch of FULL
                       exactly once, sample for sample (shard r's k-th sample is position r + k*N)
   bytes STATS_LINE    bytes within 1% of predicted (a `stats:` line)
+  trace CSV DIR LOG   --trace's CSV of the epochs in DIR (--out) and LOG (their stats lines):
+                      every sample of every epoch once, in position order, the objects of the
+                      epoch's index; its bytes, stages and CPU adding up to the stats line's;
+                      its times in order (issued, back, ready, delivered) within the epoch
   torchvision DIR EPOCH ROOT FORMAT RESIZE SIZE
                       every sample of a validation epoch is torchvision 0.14's
                       Compose([Resize(RESIZE), CenterCrop(SIZE)]) of ROOT/OBJECT on its PIL
@@ -59,6 +63,63 @@ def check_torchvision(d, epoch, root, fmt, resize, size):
                                           ", byte for byte)"))
 
 
+def check_trace(path, d, log):
+    import csv  # pylint: disable=import-outside-toplevel
+
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(log) as f:
+        stats = [dict(x.split("=", 1) for x in line.split()[1:])
+                 for line in f if line.startswith("stats: ")]
+    if not stats:
+        sys.exit(f"{log}: no stats lines")
+    for st in stats:
+        e = st["epoch"]
+        got = [r for r in rows if r["epoch"] == e]
+        idx, _ = read_epoch(d, e)
+        if [int(r["position"]) for r in got] != list(range(len(idx))):
+            sys.exit(f"epoch {e}: the trace has positions {[r['position'] for r in got][:8]}..., "
+                     f"the epoch {len(idx)} samples")
+        for r, line in zip(got, idx):
+            if r["index"] != line[1] or r["object"] != line[4] or int(r["error"]) != int(line[3]):
+                sys.exit(f"epoch {e} position {r['position']}: the trace has {r['object']} "
+                         f"({r['index']}, error {r['error']}), the epoch {line[4]} ({line[1]})")
+            t = [float(r[k]) for k in ("issued_s", "completed_s", "ready_s", "delivered_s")]
+            if not 0 <= t[0] <= t[1] <= t[2] <= t[3] <= float(st["seconds"]) + 1e-3:
+                sys.exit(f"epoch {e} {r['object']}: times out of order: {t}, epoch "
+                         f"{st['seconds']} s")
+            if (r["stage"] == "stored") != (float(r["osd_cpu_s"]) == 0):
+                sys.exit(f"epoch {e} {r['object']}: stage {r['stage']} with "
+                         f"{r['osd_cpu_s']} s of OSD CPU")
+            # Read as stored (demoted, a fallback), or the OSD's pixels where they are smaller
+            # than the crop asked for.
+            if r["stage"] not in (r["planned"], "stored") and (r["planned"], r["stage"]) != (
+                    "crop", "u8"):
+                sys.exit(f"epoch {e} {r['object']}: planned {r['planned']}, got {r['stage']}")
+        if [float(r["delivered_s"]) for r in got] != sorted(float(r["delivered_s"]) for r in got):
+            sys.exit(f"epoch {e}: batches delivered out of order")
+        sums = {
+            "bytes": sum(int(r["bytes"]) for r in got),
+            "offloaded": sum(r["stage"] != "stored" for r in got),
+            "crop_samples": sum(r["stage"] == "crop" for r in got),
+            "demoted": sum(int(r["demoted"]) for r in got),
+            "ahead": sum(int(r["ahead"]) for r in got),
+            "retries": sum(int(r["retries"]) for r in got),
+        }
+        for k, v in sums.items():
+            if int(st[k]) != v:
+                sys.exit(f"epoch {e}: {k} {v} in the trace, {st[k]} in the stats line")
+        osd = sum(float(r["osd_cpu_s"]) for r in got)
+        if abs(osd - float(st["osd_cpu"])) > 1e-3 + 1e-6 * len(got):
+            sys.exit(f"epoch {e}: OSD CPU {osd:.4f} s in the trace, {st['osd_cpu']} s in stats")
+        print(f"epoch {e}: {len(got)} samples traced in order, {sums['bytes']} bytes, "
+              f"{sums['offloaded']} offloaded ({sums['crop_samples']} crops), {osd:.3f} s OSD CPU"
+              f", the last delivered at {max(float(r['delivered_s']) for r in got):.3f} s: as "
+              "the stats say")
+    if len(rows) != sum(int(st["samples"]) + int(st["failed"]) for st in stats):
+        sys.exit(f"{len(rows)} rows for {len(stats)} epochs")
+
+
 def main():
     what = sys.argv[1]
     if what == "shards":
@@ -92,10 +153,12 @@ def main():
             sys.exit(f"{kv['policy']}: received {got} bytes, planner predicted {want}")
         print(f"{kv['policy']}: received {got} bytes, predicted {want} "
               f"({kv.get('crop_samples', '0')} crops)")
+    elif what == "trace":
+        check_trace(*sys.argv[2:5])
     elif what == "torchvision":
         check_torchvision(*sys.argv[2:8])
     else:
-        sys.exit("usage: load_check.py shards|bytes|torchvision ...")
+        sys.exit("usage: load_check.py shards|bytes|trace|torchvision ...")
 
 
 main()

@@ -203,6 +203,12 @@ static int resolve_older(struct sophon_loader_options *out, struct sophon_loader
     return r;
 }
 
+static void trace_nothing(void *arg, const struct sophon_sample_trace *t)
+{
+    (void)arg;
+    (void)t;
+}
+
 static void test_versions(void **state)
 {
     struct sophon_loader_options in, o;
@@ -259,6 +265,19 @@ static void test_versions(void **state)
                      0);
     assert_int_equal(o.prefetch, 7);
     assert_null(o.nspace);
+    /* A version 6 caller's struct ends before the trace: none. */
+    init.nspace = "train";
+    assert_int_equal(resolve_older(&o, &init, 6, offsetof(struct sophon_loader_options, trace)), 0);
+    assert_string_equal(o.nspace, "train");
+    assert_null(o.trace);
+    assert_null(o.trace_arg);
+    in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
+    assert_null(in.trace);
+    in.trace = trace_nothing;
+    in.trace_arg = &in;
+    assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
+    assert_ptr_equal(o.trace, trace_nothing);
+    assert_ptr_equal(o.trace_arg, &in);
     in = (struct sophon_loader_options)SOPHON_LOADER_OPTIONS_INIT;
     in.nspace = "train";
     assert_int_equal(sophon__loader_options_resolve(&o, &in), 0);
