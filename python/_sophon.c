@@ -365,6 +365,9 @@ typedef struct {
     int busy;         /* a thread is inside the C loader */
     int closed;       /* close() was called: no more batches */
     Py_ssize_t views; /* buffers exported by BatchViews and not yet released */
+    /* With trace=True: the loader's trace of the last batch (stash_trace), batch_size places. */
+    struct sophon_sample_trace *traced;
+    size_t ntraced, trace_cap;
 } LoaderObject;
 
 typedef struct {
@@ -377,17 +380,32 @@ typedef struct {
 static PyTypeObject LoaderType;
 static PyTypeObject BatchViewType;
 
+/* The options' trace: called by sophon_loader_next in the thread that called it, without the
+ * GIL; kept for trace_records(). Names stay valid until the loader is closed. */
+static void stash_trace(void *arg, const struct sophon_sample_trace *t)
+{
+    LoaderObject *self = arg;
+    if (self->ntraced < self->trace_cap)
+        self->traced[self->ntraced++] = *t;
+}
+
 static void loader_free_c(LoaderObject *self)
 {
     sophon_loader *l = self->l;
     self->l = NULL;
-    if (l == NULL)
+    if (l == NULL) {
+        PyMem_Free(self->traced); /* an open that failed */
+        self->traced = NULL;
         return;
+    }
     /* Waits for operations in flight and joins the loader's threads: without the GIL, since they
      * never need it but other Python threads may. */
     Py_BEGIN_ALLOW_THREADS;
     sophon_loader_close(l);
     Py_END_ALLOW_THREADS;
+    PyMem_Free(self->traced);
+    self->traced = NULL;
+    self->ntraced = self->trace_cap = 0;
 }
 
 /* Takes the loader for one call: -1 with an exception set when it is closed or in use. */
@@ -457,45 +475,29 @@ static PyObject *batch_view(LoaderObject *lo, uint8_t *data, size_t n)
 
 static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {KW("pool"),
-                             KW("dataset"),
-                             KW("conf"),
-                             KW("client_id"),
-                             KW("policy"),
-                             KW("format"),
-                             KW("batch_size"),
-                             KW("transform"),
-                             KW("size"),
-                             KW("resize"),
-                             KW("scale"),
-                             KW("ratio"),
-                             KW("mean"),
-                             KW("std"),
-                             KW("threads"),
-                             KW("window"),
-                             KW("rank"),
-                             KW("world"),
-                             KW("keyring"),
-                             KW("stages"),
-                             KW("prefetch"),
-                             KW("namespace"),
-                             NULL};
+    static char *kwlist[] = {KW("pool"),     KW("dataset"),   KW("conf"),       KW("client_id"),
+                             KW("policy"),   KW("format"),    KW("batch_size"), KW("transform"),
+                             KW("size"),     KW("resize"),    KW("scale"),      KW("ratio"),
+                             KW("mean"),     KW("std"),       KW("threads"),    KW("window"),
+                             KW("rank"),     KW("world"),     KW("keyring"),    KW("stages"),
+                             KW("prefetch"), KW("namespace"), KW("trace"),      NULL};
     LoaderObject *self = (LoaderObject *)obj;
     const char *pool, *dataset, *conf = NULL, *id = NULL, *policy = NULL, *keyring = NULL;
     const char *stages = NULL, *nspace = NULL;
     const char *format = "f32", *transform = "train";
     long batch = 32, size = SOPHON_LOADER_SIDE, resize = 256, threads = 0, window = 0;
     long rank = 0, world = 1, prefetch = 0;
+    int trace = 0;
     PyObject *scale = Py_None, *ratio = Py_None, *mean = Py_None, *std = Py_None;
 
     if (self->l != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the loader is already open");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzzlz", kwlist, &pool, &dataset,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$zzzslsllOOOOllllzzlzp", kwlist, &pool, &dataset,
                                      &conf, &id, &policy, &format, &batch, &transform, &size,
                                      &resize, &scale, &ratio, &mean, &std, &threads, &window, &rank,
-                                     &world, &keyring, &stages, &prefetch, &nspace))
+                                     &world, &keyring, &stages, &prefetch, &nspace, &trace))
         return -1;
     struct sophon_loader_options o = SOPHON_LOADER_OPTIONS_INIT;
     int fmt = parse_format(format), tr = parse_transform(transform);
@@ -543,6 +545,14 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     o.stages = stages;
     o.prefetch = (unsigned)prefetch;
     o.nspace = nspace;
+    if (trace) {
+        self->traced = PyMem_Calloc((size_t)batch, sizeof(*self->traced));
+        if (self->traced == NULL)
+            return PyErr_NoMemory(), -1;
+        self->trace_cap = (size_t)batch;
+        o.trace = stash_trace;
+        o.trace_arg = self;
+    }
 
     sophon_loader *l = NULL;
     int r;
@@ -603,6 +613,7 @@ static PyObject *loader_next(PyObject *obj, PyObject *unused)
 
     if (loader_enter(self) < 0)
         return NULL;
+    self->ntraced = 0;
     Py_BEGIN_ALLOW_THREADS;
     r = sophon_loader_next(&b, self->l);
     Py_END_ALLOW_THREADS;
@@ -710,6 +721,38 @@ fail:
     return NULL;
 }
 
+/* trace_records() -> a dict per sample of the last batch next() returned (trace=True), with
+ * `sophon load --trace`'s columns; [] without trace. */
+static PyObject *loader_trace_records(PyObject *obj, PyObject *unused)
+{
+    LoaderObject *self = (LoaderObject *)obj;
+    static const char *const stages[] = {"stored", "u8", "f32", "crop"};
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    for (size_t k = 0; list != NULL && k < self->ntraced; k++) {
+        const struct sophon_sample_trace *t = &self->traced[k];
+        const char *planned = t->planned >= 0 && t->planned < 4 ? stages[t->planned] : "unknown";
+        const char *stage = t->stage >= 0 && t->stage < 4 ? stages[t->stage] : "unknown";
+        PyObject *d = Py_BuildValue(
+            "{sKsKsKsNsssssNsNsIsisdsdsdsdsKsKsdsdsd}", "epoch", (unsigned long long)t->epoch,
+            "position", (unsigned long long)t->position, "index", (unsigned long long)t->index,
+            "object", PyUnicode_DecodeFSDefault(t->name), "planned", planned, "stage", stage,
+            "demoted", PyBool_FromLong(t->demoted), "ahead", PyBool_FromLong(t->ahead), "retries",
+            t->retries, "error", t->error, "issued_s", t->issued_s, "completed_s", t->completed_s,
+            "ready_s", t->ready_s, "delivered_s", t->delivered_s, "bytes",
+            (unsigned long long)t->bytes, "planned_bytes", (unsigned long long)t->planned_bytes,
+            "planned_osd_s", t->planned_osd_s, "osd_cpu_s", (double)t->osd_cpu_ns / 1e9,
+            "client_cpu_s", (double)t->client_cpu_ns / 1e9);
+        if (d == NULL || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(d);
+    }
+    return list;
+}
+
 static PyObject *loader_classes(PyObject *obj, PyObject *unused)
 {
     LoaderObject *self = (LoaderObject *)obj;
@@ -778,6 +821,8 @@ static PyMethodDef loader_methods[] = {
     {"next", loader_next, METH_NOARGS,
      "next() -> None, or (data, labels, indices, errors, names, first) of the next batch."},
     {"stats", loader_stats, METH_NOARGS, "stats() -> dict of the current epoch's statistics."},
+    {"trace_records", loader_trace_records, METH_NOARGS,
+     "trace_records() -> list of dicts, one per sample of the last batch (trace=True)."},
     {"classes", loader_classes, METH_NOARGS, "classes() -> list of the dataset's class names."},
     {"dataset_size", loader_dataset_size, METH_NOARGS,
      "dataset_size() -> samples of the dataset (all shards)."},

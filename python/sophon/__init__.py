@@ -123,6 +123,12 @@ class Loader:
     stages restricts what the plan may choose, e.g. "stored,u8" (None: every stage: stored, the
     lossless crop, u8, f32).
 
+    trace, a callable, is called with a dict per sample delivered, in position order, as each
+    batch is taken: `sophon load --trace`'s columns (epoch, position, index, object, planned and
+    stage: where the plan put it and what came back, demoted, ahead, retries, error, bytes and
+    planned_bytes, planned_osd_s, osd_cpu_s and client_cpu_s, and issued_s, completed_s,
+    ready_s, delivered_s: seconds from the epoch's start). It shows where an epoch waited.
+
     One thread at a time: a call while another thread is inside the loader raises RuntimeError.
     Close it with close() or a `with` block (garbage collection closes it too).
     """
@@ -130,7 +136,10 @@ class Loader:
     def __init__(self, pool, dataset, conf=None, client_id=None, policy="selective",
                  format="f32", batch_size=32, transform="train", size=224, rank=0, world=1, *,
                  resize=256, scale=None, ratio=None, mean=None, std=None, threads=0, window=0,
-                 keyring=None, stages=None, prefetch=0, namespace=None):
+                 keyring=None, stages=None, prefetch=0, namespace=None, trace=None):
+        if trace is not None and not callable(trace):
+            raise TypeError("trace must be a callable taking a dict per sample, or None")
+        self._trace = trace
         self.format = format
         self.size = operator.index(size)
         self.batch_size = operator.index(batch_size)
@@ -143,7 +152,8 @@ class Loader:
                                  ratio=ratio, mean=mean, std=std, threads=operator.index(threads),
                                  window=operator.index(window), rank=self.rank, world=self.world,
                                  keyring=keyring, stages=stages,
-                                 prefetch=operator.index(prefetch), namespace=namespace)
+                                 prefetch=operator.index(prefetch), namespace=namespace,
+                                 trace=trace is not None)
         self.classes = self._l.classes()
         self.dataset_size = self._l.dataset_size()
 
@@ -168,6 +178,9 @@ class Loader:
             b = self._l.next()
             if b is None:
                 return
+            if self._trace is not None:
+                for record in self._l.trace_records():
+                    self._trace(record)
             data, labels, indices, errors, names, first = b
             images = np.frombuffer(data, dtype=dtype).reshape((len(names),) + shape)
             if copy:

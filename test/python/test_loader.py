@@ -219,6 +219,25 @@ def main():
             windows.append(l.stats()["window"])
     check(runs[0] == runs[1] and 32 <= windows[0] <= 256 and windows[1] == 3,
           f"window 0 (the loader chose {windows[0]}) and 3 deliver the same batches")
+    # trace: a dict per sample delivered, in position order, as the batches are taken; what it
+    # adds up to is what the stats say.
+    traced, names = [], []
+    with loader(format="u8", size=32, batch_size=4, threads=2, trace=traced.append) as l:
+        for b in l.batches(seed=5, epoch=1):
+            names += b.names
+        st = l.stats()
+    check([t["position"] for t in traced] == list(range(n)) and
+          [t["object"] for t in traced] == names and
+          sum(t["bytes"] for t in traced) == st["bytes_received"] and
+          all(0 <= t["issued_s"] <= t["completed_s"] <= t["ready_s"] <= t["delivered_s"]
+              and t["epoch"] == 1 and t["stage"] in ("stored", "crop", "u8", "f32")
+              for t in traced),
+          f"trace: {len(traced)} samples in order, their bytes and times as the epoch's")
+    try:
+        loader(trace="trace.csv")
+        check(False, "trace='trace.csv' raised nothing")
+    except TypeError:
+        pass
     try:
         loader(window=-1)
         check(False, "window=-1 raised nothing")
