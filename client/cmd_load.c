@@ -40,8 +40,9 @@ static const char usage[] =
     "                          (position, dataset index, label, errno, object per line)\n"
     "      --discard           keep nothing (the default)\n"
     "      --trace FILE        write one CSV line per sample delivered to FILE: where the plan\n"
-    "                          put it, what came back, its bytes, OSD and client CPU, and when\n"
-    "                          it was issued, came back, was ready and was delivered\n"
+    "                          put it, what came back, its bytes, OSD and client CPU (each\n"
+    "                          next to the plan's), and when it was issued, came back, was\n"
+    "                          ready and was delivered\n"
     "      --window W          RADOS operations in flight (default: chosen per epoch, enough\n"
     "                          reads of the median object for 0.3 s of the link, 32 to 256; a\n"
     "                          quarter, up to 8, kept for preparations started ahead of their\n"
@@ -149,18 +150,19 @@ static int out_close(struct epoch_out *eo)
 /* --trace's header, and one line per sample (struct sophon_sample_trace; the loader's callback). */
 static const char trace_header[] =
     "epoch,position,index,planned,stage,demoted,ahead,retries,error,issued_s,completed_s,ready_s,"
-    "delivered_s,bytes,planned_bytes,planned_osd_s,osd_cpu_s,client_cpu_s,object\n";
+    "delivered_s,bytes,planned_bytes,planned_osd_s,osd_cpu_s,planned_client_s,client_cpu_s,"
+    "object\n";
 
 static void trace_sample(void *arg, const struct sophon_sample_trace *t)
 {
     FILE *f = arg;
-    fprintf(f, "%llu,%llu,%llu,%s,%s,%d,%d,%u,%d,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%.6f,%.6f,%.6f,",
-            (unsigned long long)t->epoch, (unsigned long long)t->position,
-            (unsigned long long)t->index, sophon_stage_name(t->planned),
-            sophon_stage_name(t->stage), t->demoted, t->ahead, t->retries, t->error, t->issued_s,
-            t->completed_s, t->ready_s, t->delivered_s, (unsigned long long)t->bytes,
-            (unsigned long long)t->planned_bytes, t->planned_osd_s, (double)t->osd_cpu_ns / 1e9,
-            (double)t->client_cpu_ns / 1e9);
+    fprintf(
+        f, "%llu,%llu,%llu,%s,%s,%d,%d,%u,%d,%.6f,%.6f,%.6f,%.6f,%llu,%llu,%.6f,%.6f,%.6f,%.6f,",
+        (unsigned long long)t->epoch, (unsigned long long)t->position, (unsigned long long)t->index,
+        sophon_stage_name(t->planned), sophon_stage_name(t->stage), t->demoted, t->ahead,
+        t->retries, t->error, t->issued_s, t->completed_s, t->ready_s, t->delivered_s,
+        (unsigned long long)t->bytes, (unsigned long long)t->planned_bytes, t->planned_osd_s,
+        (double)t->osd_cpu_ns / 1e9, t->planned_client_s, (double)t->client_cpu_ns / 1e9);
     /* The object's name last, quoted where CSV needs it. */
     if (strpbrk(t->name, ",\"\r\n") == NULL) {
         fputs(t->name, f);

@@ -1929,6 +1929,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 static void trace_batch(const struct sophon_loader *l, uint64_t epoch, uint64_t first, size_t n,
                         double t)
 {
+    double cspeed = l->client_speed > 0 ? l->client_speed : 1.0; /* simulated_epoch_s's */
     for (size_t k = 0; k < n; k++) {
         const struct slot *s = &l->slots[(first + k) % l->nslots];
         struct sophon_sample_trace tr = {
@@ -1950,6 +1951,7 @@ static void trace_batch(const struct sophon_loader *l, uint64_t epoch, uint64_t 
             .planned_bytes = s->expect_bytes,
             .planned_osd_s = s->osd_model_s,
             .osd_cpu_ns = s->osd_cpu_ns,
+            .planned_client_s = l->plan->client_cpu_s[s->index] / cspeed,
             .client_cpu_ns = s->client_cpu_ns,
         };
         l->o.trace(l->o.trace_arg, &tr);

@@ -734,7 +734,7 @@ static PyObject *loader_trace_records(PyObject *obj, PyObject *unused)
         const char *planned = t->planned >= 0 && t->planned < 4 ? stages[t->planned] : "unknown";
         const char *stage = t->stage >= 0 && t->stage < 4 ? stages[t->stage] : "unknown";
         PyObject *d = Py_BuildValue(
-            "{sKsKsKsNsssssNsNsIsisdsdsdsdsKsKsdsdsd}", "epoch", (unsigned long long)t->epoch,
+            "{sKsKsKsNsssssNsNsIsisdsdsdsdsKsKsdsdsdsd}", "epoch", (unsigned long long)t->epoch,
             "position", (unsigned long long)t->position, "index", (unsigned long long)t->index,
             "object", PyUnicode_DecodeFSDefault(t->name), "planned", planned, "stage", stage,
             "demoted", PyBool_FromLong(t->demoted), "ahead", PyBool_FromLong(t->ahead), "retries",
@@ -742,7 +742,8 @@ static PyObject *loader_trace_records(PyObject *obj, PyObject *unused)
             "ready_s", t->ready_s, "delivered_s", t->delivered_s, "bytes",
             (unsigned long long)t->bytes, "planned_bytes", (unsigned long long)t->planned_bytes,
             "planned_osd_s", t->planned_osd_s, "osd_cpu_s", (double)t->osd_cpu_ns / 1e9,
-            "client_cpu_s", (double)t->client_cpu_ns / 1e9);
+            "planned_client_s", t->planned_client_s, "client_cpu_s",
+            (double)t->client_cpu_ns / 1e9);
         if (d == NULL || PyList_Append(list, d) < 0) {
             Py_XDECREF(d);
             Py_CLEAR(list);

@@ -126,8 +126,9 @@ class Loader:
     trace, a callable, is called with a dict per sample delivered, in position order, as each
     batch is taken: `sophon load --trace`'s columns (epoch, position, index, object, planned and
     stage: where the plan put it and what came back, demoted, ahead, retries, error, bytes and
-    planned_bytes, planned_osd_s, osd_cpu_s and client_cpu_s, and issued_s, completed_s,
-    ready_s, delivered_s: seconds from the epoch's start). It shows where an epoch waited.
+    planned_bytes, planned_osd_s and osd_cpu_s, planned_client_s and client_cpu_s, and
+    issued_s, completed_s, ready_s, delivered_s: seconds from the epoch's start). It shows where
+    an epoch waited.
 
     One thread at a time: a call while another thread is inside the loader raises RuntimeError.
     Close it with close() or a `with` block (garbage collection closes it too).

@@ -109,6 +109,9 @@ def check_trace(path, d, log):
         for k, v in sums.items():
             if int(st[k]) != v:
                 sys.exit(f"epoch {e}: {k} {v} in the trace, {st[k]} in the stats line")
+        if not all(float(r["planned_client_s"]) >= 0 and float(r["planned_osd_s"]) >= 0
+                   for r in got) or sum(float(r["planned_client_s"]) for r in got) <= 0:
+            sys.exit(f"epoch {e}: planned CPU below 0, or no client CPU planned at all")
         osd = sum(float(r["osd_cpu_s"]) for r in got)
         if abs(osd - float(st["osd_cpu"])) > 1e-3 + 1e-6 * len(got):
             sys.exit(f"epoch {e}: OSD CPU {osd:.4f} s in the trace, {st['osd_cpu']} s in stats")
