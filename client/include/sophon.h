@@ -143,7 +143,8 @@ struct sophon_sample_trace {
     double delivered_s; /* its batch handed to the caller */
     uint64_t bytes;     /* received for it, response header included */
     uint64_t planned_bytes;  /* what the plan expected of the stage asked (the last attempt's) */
-    double planned_osd_s;    /* the OSD CPU the plan expected of it, 0 for a plain read */
+    double planned_osd_s;    /* the OSD CPU the plan expected of it, 0 where it planned a
+                              * plain read */
     uint64_t osd_cpu_ns;     /* the OSD CPU its response reports, 0 for a plain read */
     double planned_client_s; /* the client CPU the plan expected of it (its planned stage) */
     uint64_t client_cpu_ns;  /* this process's CPU preparing or finishing it */
