@@ -228,6 +228,12 @@ static double osd_speed(const struct sophon_loader *l)
     return l->storage_speed > 0 ? l->storage_speed : 1.0;
 }
 
+/* The same for the client's CPU: the model's client seconds over it are this client's. */
+static double client_speed(const struct sophon_loader *l)
+{
+    return l->client_speed > 0 ? l->client_speed : 1.0;
+}
+
 /* ---- operations ------------------------------------------------------------------------------ */
 
 /* Queues a slot for the workers (mu held). */
@@ -243,6 +249,20 @@ static void enqueue_work(struct sophon_loader *l, struct slot *s)
     pthread_cond_signal(&l->cv_work);
 }
 
+/* The slot's attempt is over with result r, in flight no more: to the workers (mu held). */
+static void attempt_done(struct sophon_loader *l, struct slot *s, int r)
+{
+    s->rc = r;
+    s->t_completed = now_s() - l->t0;
+    l->inflight--;
+    if (s->ahead_inflight) {
+        s->ahead_inflight = 0;
+        l->ahead_inflight--;
+    }
+    l->inflight_bytes -= s->expect_bytes;
+    enqueue_work(l, s);
+}
+
 static void on_complete(rados_completion_t c, void *arg)
 {
     struct slot *s = arg;
@@ -251,15 +271,7 @@ static void on_complete(rados_completion_t c, void *arg)
     if (r >= 0 && s->stage != SOPHON_STAGE_STORED && s->prval < 0)
         r = s->prval;
     pthread_mutex_lock(&l->mu);
-    s->rc = r;
-    l->inflight--;
-    if (s->ahead_inflight) {
-        s->ahead_inflight = 0;
-        l->ahead_inflight--;
-    }
-    l->inflight_bytes -= s->expect_bytes;
-    s->t_completed = now_s() - l->t0;
-    enqueue_work(l, s);
+    attempt_done(l, s, r);
     pthread_cond_signal(&l->cv_disp);
     if (!l->running)
         pthread_cond_broadcast(&l->cv_done); /* drain() waits for the last one */
@@ -324,15 +336,7 @@ static void issue(struct sophon_loader *l, struct slot *s)
         return;
 failed:
     pthread_mutex_lock(&l->mu);
-    s->rc = r;
-    s->t_completed = now_s() - l->t0;
-    l->inflight--;
-    if (s->ahead_inflight) {
-        s->ahead_inflight = 0;
-        l->ahead_inflight--;
-    }
-    l->inflight_bytes -= s->expect_bytes;
-    enqueue_work(l, s);
+    attempt_done(l, s, r);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -1574,7 +1578,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
     if (s == NULL)
         return -ENOMEM;
     double sspeed = job->storage_speed > 0 ? job->storage_speed : 1.0;
-    double cspeed = l->client_speed > 0 ? l->client_speed : 1.0;
+    double cspeed = client_speed(l);
     for (size_t k = 0; k < m; k++) {
         size_t i = order[k];
         /* Plain reads cost the OSDs CPU only where the budget counts it (plan.c). */
@@ -1953,7 +1957,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
 static void trace_batch(const struct sophon_loader *l, uint64_t epoch, uint64_t first, size_t n,
                         double t)
 {
-    double cspeed = l->client_speed > 0 ? l->client_speed : 1.0; /* simulated_epoch_s's */
+    double cspeed = client_speed(l);
     for (size_t k = 0; k < n; k++) {
         const struct slot *s = &l->slots[(first + k) % l->nslots];
         struct sophon_sample_trace tr = {

@@ -389,21 +389,32 @@ static void stash_trace(void *arg, const struct sophon_sample_trace *t)
         self->traced[self->ntraced++] = *t;
 }
 
+/* The names of enum sophon_loader_stage (the CROP stage after the by-stage arrays' COUNT). */
+static const char *const stage_names[] = {"stored", "u8", "f32", "crop"};
+_Static_assert(SOPHON_LOADER_STAGE_STORED == 0 && SOPHON_LOADER_STAGE_U8 == 1 &&
+                   SOPHON_LOADER_STAGE_F32 == 2 && SOPHON_LOADER_STAGE_COUNT == 3 &&
+                   SOPHON_LOADER_STAGE_CROP == 3,
+               "stage_names[] follows enum sophon_loader_stage");
+
+static const char *stage_name(int stage)
+{
+    return stage >= 0 && stage < (int)(sizeof(stage_names) / sizeof(*stage_names))
+               ? stage_names[stage]
+               : "unknown";
+}
+
 static void loader_free_c(LoaderObject *self)
 {
     sophon_loader *l = self->l;
     self->l = NULL;
-    if (l == NULL) {
-        PyMem_Free(self->traced); /* an open that failed */
-        self->traced = NULL;
-        return;
-    }
     /* Waits for operations in flight and joins the loader's threads: without the GIL, since they
      * never need it but other Python threads may. */
-    Py_BEGIN_ALLOW_THREADS;
-    sophon_loader_close(l);
-    Py_END_ALLOW_THREADS;
-    PyMem_Free(self->traced);
+    if (l != NULL) {
+        Py_BEGIN_ALLOW_THREADS;
+        sophon_loader_close(l);
+        Py_END_ALLOW_THREADS;
+    }
+    PyMem_Free(self->traced); /* also after an open that failed */
     self->traced = NULL;
     self->ntraced = self->trace_cap = 0;
 }
@@ -546,6 +557,8 @@ static int loader_init(PyObject *obj, PyObject *args, PyObject *kw)
     o.prefetch = (unsigned)prefetch;
     o.nspace = nspace;
     if (trace) {
+        PyMem_Free(self->traced); /* an earlier open's that failed */
+        self->trace_cap = 0;
         self->traced = PyMem_Calloc((size_t)batch, sizeof(*self->traced));
         if (self->traced == NULL)
             return PyErr_NoMemory(), -1;
@@ -659,7 +672,6 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
 {
     LoaderObject *self = (LoaderObject *)obj;
     struct sophon_loader_stats st = SOPHON_LOADER_STATS_INIT;
-    static const char *const stages[SOPHON_LOADER_STAGE_COUNT] = {"stored", "u8", "f32"};
     (void)unused;
 
     /* The C call is quick and thread-safe: it runs with the GIL held, so close() (which marks
@@ -674,10 +686,12 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
     PyObject *d = PyDict_New(), *bytes = PyDict_New(), *samples = PyDict_New();
     if (d == NULL || bytes == NULL || samples == NULL)
         goto fail;
-    for (int s = 0; s < SOPHON_LOADER_STAGE_COUNT; s++)
-        if (dict_set(bytes, stages[s], PyLong_FromUnsignedLongLong(st.bytes_by_stage[s])) < 0 ||
-            dict_set(samples, stages[s], PyLong_FromUnsignedLongLong(st.samples_by_stage[s])) < 0)
+    for (int s = 0; s < SOPHON_LOADER_STAGE_COUNT; s++) {
+        const char *name = stage_name(s);
+        if (dict_set(bytes, name, PyLong_FromUnsignedLongLong(st.bytes_by_stage[s])) < 0 ||
+            dict_set(samples, name, PyLong_FromUnsignedLongLong(st.samples_by_stage[s])) < 0)
             goto fail;
+    }
     if (dict_set(bytes, "crop", PyLong_FromUnsignedLongLong(st.crop_bytes)) < 0 ||
         dict_set(samples, "crop", PyLong_FromUnsignedLongLong(st.crop_samples)) < 0)
         goto fail;
@@ -726,13 +740,11 @@ fail:
 static PyObject *loader_trace_records(PyObject *obj, PyObject *unused)
 {
     LoaderObject *self = (LoaderObject *)obj;
-    static const char *const stages[] = {"stored", "u8", "f32", "crop"};
     (void)unused;
     PyObject *list = PyList_New(0);
     for (size_t k = 0; list != NULL && k < self->ntraced; k++) {
         const struct sophon_sample_trace *t = &self->traced[k];
-        const char *planned = t->planned >= 0 && t->planned < 4 ? stages[t->planned] : "unknown";
-        const char *stage = t->stage >= 0 && t->stage < 4 ? stages[t->stage] : "unknown";
+        const char *planned = stage_name(t->planned), *stage = stage_name(t->stage);
         PyObject *d = Py_BuildValue(
             "{sKsKsKsNsssssNsNsIsisdsdsdsdsKsKsdsdsdsd}", "epoch", (unsigned long long)t->epoch,
             "position", (unsigned long long)t->position, "index", (unsigned long long)t->index,
