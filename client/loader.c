@@ -1276,11 +1276,12 @@ static unsigned default_nbufs(const struct sophon_loader *l)
  * Memory for n bytes of samples, its pages faulted in now. The workers write each sample into
  * the ring, and a page first written there is faulted in and zeroed by the kernel on the
  * worker's CPU: the f32 ring of the default window at 500 Mbit/s is 10 batches, 193 MB, so the
- * first epoch wrote nothing but fresh pages, and its workers' CPU per sample came out 18% over
- * the second epoch's (the main job's photos, `sophon load --trace`'s client CPU: 0.898 s against
- * 0.765 s for the same photos). The loader then took the client for slower than it is and
- * planned every later epoch for that. Faulted in here, in sophon_loader_open or where an epoch
- * deepens the ring (before it starts), the cost is paid once and outside the epoch.
+ * first epoch wrote nothing but fresh pages, and its workers' CPU came out 14% over the second
+ * epoch's (the main job's photos, `sophon load --trace`'s client CPU: 0.929 s against 0.815 s
+ * for the same photos, a third of the difference these pages, BENCHMARKS.md). The loader then took
+ * the client for slower than it is and planned every later epoch for that. Faulted in here, in
+ * sophon_loader_open or where an epoch deepens the ring (before it starts), the cost is paid once
+ * and outside the epoch.
  */
 static void *alloc_faulted(size_t n)
 {
