@@ -44,6 +44,7 @@
 #include "sophon_common.h"
 #include "control.h"
 #include "simulate.h"
+#include "splitmix64.h"
 #include "sophon_config.h"
 #include "wire.h"
 
@@ -1589,6 +1590,9 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
             .osd_s = free_read ? 0 : plan->storage_cpu_s[i] / sspeed,
             .client_s = plan->client_cpu_s[i] / cspeed,
             .ahead = plan->stage[i] != SOPHON_STAGE_STORED,
+            /* Which OSD holds it is not known here: a hash of its index spreads the samples
+             * over the OSDs' connections as CRUSH spreads the objects over the OSDs. */
+            .conn = (unsigned)(sophon__splitmix64(i) >> 32),
         };
     }
     struct sophon__sim_params p = {
@@ -1604,6 +1608,9 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
                 ? (unsigned)fmax(1, floor((double)l->osds.n * SOPHON_OSD_OP_THREADS / l->o.world))
                 : 0,
         .ahead = sophon__ahead_places(l->window),
+        /* One connection per OSD, each carrying its responses one after another; no more busy at
+         * once than there are operations in flight. */
+        .conns = l->osds.n > 0 ? (unsigned)(l->osds.n < l->window ? l->osds.n : l->window) : 1,
     };
     double t = sophon__sim_epoch(s, m, &p);
     free(s);

@@ -9,6 +9,8 @@
 
 /* Work left below this many seconds is done (the sums of many small steps round). */
 #define DONE_S 1e-12
+/* A response with fewer bytes than this left has crossed the link. */
+#define DONE_BYTES 1e-6
 
 /*
  * Processor sharing: the operations in a pool share its cores, at most one core each. In the
@@ -78,11 +80,27 @@ static size_t pool_advance(struct pool *pl, double dt, size_t *done)
     return nd;
 }
 
+/*
+ * The link: one connection per OSD, each carrying its responses one after another in the order
+ * they were ready, the link's rate shared equally among the connections with a response on them
+ * (TCP's fair share). While a 16 MB photo crosses a 500 Mbit/s link (0.27 s alone, 0.7 s beside
+ * the other two OSDs' connections of the testbed), the other connections' small responses keep
+ * coming and the workers keep working; one queue for the whole link had them wait behind it.
+ */
+struct link {
+    size_t conns;
+    size_t *cur;         /* per connection: the position on it, n: none */
+    double *left;        /* per connection: its bytes left */
+    size_t *head, *tail; /* per connection: its queue, linked through next[] (n: empty) */
+    size_t *next;        /* per position */
+    size_t *act, busy;   /* the connections with a position on them */
+};
+
 struct sim {
     const struct sophon__sim_sample *s;
     size_t n, nb, *batch_left;
     struct pool osd, client;
-    size_t *link_q, link_head, link_tail; /* ready for the link, in the order they got ready */
+    struct link link;
     size_t *client_q, client_head, client_tail;
     size_t *done;
     unsigned char *early; /* per position: issued ahead of its turn */
@@ -97,7 +115,12 @@ static void sim_free(struct sim *sm)
     free(sm->osd.pq);
     free(sm->client.pos);
     free(sm->client.left);
-    free(sm->link_q);
+    free(sm->link.cur);
+    free(sm->link.left);
+    free(sm->link.head);
+    free(sm->link.tail);
+    free(sm->link.next);
+    free(sm->link.act);
     free(sm->client_q);
     free(sm->done);
     free(sm->early);
@@ -117,23 +140,89 @@ static int sim_alloc(struct sim *sm, const struct sophon__sim_sample *s, size_t 
     sm->client = (struct pool){.cores = p->client_cores,
                                .pos = malloc(p->threads * sizeof(size_t)),
                                .left = malloc(n * sizeof(double))};
-    sm->link_q = malloc(n * sizeof(size_t));
+    size_t conns = p->conns > 0 ? p->conns : 1;
+    sm->link = (struct link){.conns = conns,
+                             .cur = malloc(conns * sizeof(size_t)),
+                             .left = malloc(conns * sizeof(double)),
+                             .head = malloc(conns * sizeof(size_t)),
+                             .tail = malloc(conns * sizeof(size_t)),
+                             .next = malloc(n * sizeof(size_t)),
+                             .act = malloc(conns * sizeof(size_t))};
     sm->client_q = malloc(n * sizeof(size_t));
     sm->done = malloc(((p->window > p->threads ? p->window : p->threads) + 1) * sizeof(size_t));
     sm->early = calloc(n, 1);
     if (!sm->batch_left || !sm->osd.pos || !sm->osd.left || !sm->osd.rq || !sm->osd.pq ||
-        !sm->client.pos || !sm->client.left || !sm->link_q || !sm->client_q || !sm->done ||
+        !sm->client.pos || !sm->client.left || !sm->link.cur || !sm->link.left || !sm->link.head ||
+        !sm->link.tail || !sm->link.next || !sm->link.act || !sm->client_q || !sm->done ||
         !sm->early) {
         sim_free(sm);
         return -ENOMEM;
     }
+    for (size_t c = 0; c < conns; c++)
+        sm->link.cur[c] = sm->link.head[c] = sm->link.tail[c] = n;
     for (size_t b = 0; b < sm->nb; b++)
         sm->batch_left[b] = b + 1 < sm->nb ? p->batch : n - b * p->batch;
     return 0;
 }
 
+/* Position q is ready for the link: on its connection if that is free, else in its queue. */
+static void link_add(struct sim *sm, size_t q)
+{
+    struct link *lk = &sm->link;
+    size_t c = sm->s[q].conn % lk->conns;
+    if (lk->cur[c] == sm->n) {
+        lk->cur[c] = q;
+        lk->left[c] = sm->s[q].bytes > 0 ? sm->s[q].bytes : 0;
+        lk->act[lk->busy++] = c;
+        return;
+    }
+    lk->next[q] = sm->n;
+    if (lk->head[c] == sm->n)
+        lk->head[c] = q;
+    else
+        lk->next[lk->tail[c]] = q;
+    lk->tail[c] = q;
+}
+
+/* Seconds until the link's next response has crossed it, INFINITY if none can. */
+static double link_next(const struct sim *sm, double rate_Bps)
+{
+    const struct link *lk = &sm->link;
+    double least = INFINITY;
+    for (size_t i = 0; i < lk->busy; i++)
+        least = fmin(least, lk->left[lk->act[i]]);
+    if (isinf(least) || least <= DONE_BYTES)
+        return isinf(least) ? INFINITY : 0;
+    return rate_Bps > 0 ? least / (rate_Bps / (double)lk->busy) : INFINITY;
+}
+
+/* Runs the link for dt seconds; the responses that have crossed it leave it, into done[]
+ * (returns how many), and their connections take the next of their queues. */
+static size_t link_advance(struct sim *sm, double dt, double rate_Bps, size_t *done)
+{
+    struct link *lk = &sm->link;
+    double step = lk->busy > 0 && rate_Bps > 0 ? dt * rate_Bps / (double)lk->busy : 0;
+    size_t nd = 0, kept = 0;
+    for (size_t i = 0; i < lk->busy; i++) {
+        size_t c = lk->act[i], q = lk->cur[c];
+        if ((lk->left[c] -= step) > DONE_BYTES) {
+            lk->act[kept++] = c;
+            continue;
+        }
+        done[nd++] = q;
+        q = lk->cur[c] = lk->head[c];
+        if (q < sm->n) {
+            lk->head[c] = lk->next[q];
+            lk->left[c] = sm->s[q].bytes > 0 ? sm->s[q].bytes : 0;
+            lk->act[kept++] = c;
+        }
+    }
+    lk->busy = kept;
+    return nd;
+}
+
 /* Starts position q: in the OSDs if it has OSD work (a preparation among those sharing the cores,
- * a read in the reads' queue), else straight to the link's queue. */
+ * a read in the reads' queue), else straight to the link (link_add). */
 static void issue(struct sim *sm, size_t q)
 {
     if (sm->s[q].osd_s > 0) {
@@ -145,7 +234,7 @@ static void issue(struct sim *sm, size_t q)
         else
             sm->osd.rq[sm->osd.rq_tail++] = q;
     } else {
-        sm->link_q[sm->link_tail++] = q;
+        link_add(sm, q);
     }
 }
 
@@ -160,9 +249,9 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
     struct sim sm;
     if (sim_alloc(&sm, samples, n, p) < 0)
         return -ENOMEM;
-    size_t next = 0, head = 0, inflight = 0, on_link = n; /* n: the link is idle */
+    size_t next = 0, head = 0, inflight = 0;
     size_t ahead_next = 0, ahead_inflight = 0;
-    double t = 0, link_end = 0;
+    double t = 0;
     for (;;) {
         /* Issue, in order, within the window's places but the ahead ones and the ring (past
          * those issued ahead); then in those places, ahead of their turn, the next
@@ -186,11 +275,6 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
             ahead_inflight++;
             issue(&sm, q);
         }
-        if (on_link == n && sm.link_head < sm.link_tail) {
-            on_link = sm.link_q[sm.link_head++];
-            double b = samples[on_link].bytes > 0 ? samples[on_link].bytes : 0;
-            link_end = b == 0 ? t : p->rate_Bps > 0 ? t + b / p->rate_Bps : INFINITY;
-        }
         while (sm.client.k < p->threads && sm.client_head < sm.client_tail) {
             size_t q = sm.client_q[sm.client_head++];
             sm.client.left[q] = samples[q].client_s > 0 ? samples[q].client_s : 0;
@@ -199,26 +283,26 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
         if (head == sm.nb)
             break;
         /* The next event. */
-        double dt = fmin(pool_next(&sm.osd), pool_next(&sm.client));
-        if (on_link < n)
-            dt = fmin(dt, fmax(0, link_end - t));
+        double dt =
+            fmin(fmin(pool_next(&sm.osd), pool_next(&sm.client)), link_next(&sm, p->rate_Bps));
         if (isinf(dt)) {
             t = INFINITY; /* work that no resource can do */
             break;
         }
-        size_t nd = pool_advance(&sm.osd, dt, sm.done);
-        for (size_t i = 0; i < nd; i++)
-            sm.link_q[sm.link_tail++] = sm.done[i];
         t += dt;
-        if (on_link < n && link_end <= t + DONE_S) {
-            t = fmax(t, link_end);
-            sm.client_q[sm.client_tail++] = on_link;
-            if (sm.early[on_link])
+        /* The link first: what the OSDs finish now starts on it from now. */
+        size_t nd = link_advance(&sm, dt, p->rate_Bps, sm.done);
+        for (size_t i = 0; i < nd; i++) {
+            size_t q = sm.done[i];
+            sm.client_q[sm.client_tail++] = q;
+            if (sm.early[q])
                 ahead_inflight--;
             else
                 inflight--;
-            on_link = n;
         }
+        nd = pool_advance(&sm.osd, dt, sm.done);
+        for (size_t i = 0; i < nd; i++)
+            link_add(&sm, sm.done[i]);
         nd = pool_advance(&sm.client, dt, sm.done);
         for (size_t i = 0; i < nd; i++)
             sm.batch_left[sm.done[i] / p->batch]--;

@@ -24,6 +24,7 @@ struct sophon__sim_sample {
     int ahead;       /* 1: prepared in an OSD, so it may be issued ahead of its turn, and it
                       * shares the OSDs' cores with the other preparations; 0: a plain read,
                       * whose osd_s waits its turn in the reads' queue */
+    unsigned conn;   /* the connection (its OSD's) its response comes over, modulo conns */
 };
 
 struct sophon__sim_params {
@@ -39,6 +40,7 @@ struct sophon__sim_params {
                            * waiting in order for a place; 0: as many as are in flight */
     unsigned ahead;       /* places of the window kept for operations issued ahead of their
                            * turn (the in-order pass has window - ahead) */
+    unsigned conns;       /* connections sharing the link (one per OSD); 0: one */
 };
 
 /*
@@ -50,7 +52,8 @@ struct sophon__sim_params {
  * them); the OSDs' cores shared among the preparations there (at most osd_threads of them,
  * the others waiting in order) and the head of the queue of plain reads, which the OSDs serve
  * one after another (processor sharing);
- * the link carrying the responses one at a time in the order their OSD work ended; the workers
+ * the link shared equally among the connections (conns, one per OSD) with a response on them,
+ * each carrying its responses one at a time in the order their OSD work ended; the workers
  * taking received samples in the order they came. INFINITY where some work has no resource to
  * run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.
  */

@@ -1,9 +1,9 @@
 /*
  * test_simulate.c - the loader's epoch simulated (client/simulate.c): the cases that can be
- * worked out by hand (one resource alone, a two-stage pipeline, processor sharing in the OSDs,
- * a long preparation holding up the ring, one issued ahead of its turn), and on random epochs that
- * it is never shorter than the busiest resource and never longer than all of them one after
- * another.
+ * worked out by hand (one resource alone, a two-stage pipeline, the link shared by connections,
+ * processor sharing in the OSDs, a long preparation holding up the ring, one issued ahead of its
+ * turn), and on random epochs that it is never shorter than the busiest resource and never
+ * longer than all of them one after another.
  */
 #include <errno.h>
 #include <math.h>
@@ -65,6 +65,33 @@ static void test_pipeline(void **state)
     /* Two workers on two cores: the link binds. */
     p.client_cores = 2;
     assert_float_equal(sim(s, 20, p), 0.21, 1e-9);
+}
+
+static void test_connections(void **state)
+{
+    (void)state;
+    /* A response of 1 s alone on the link on one connection, three of 0.1 s on another, each
+     * sample 0.3 s of client CPU. */
+    struct sophon__sim_sample s[4] = {{.bytes = RATE, .client_s = 0.3, .conn = 0}};
+    for (int i = 1; i < 4; i++)
+        s[i] = (struct sophon__sim_sample){.bytes = RATE / 10, .client_s = 0.3, .conn = 1};
+    /* One connection: the small ones wait behind the large one (done at 1.0, 1.1, 1.2, 1.3 s),
+     * the client takes them in that order from 1.0 s. */
+    struct sophon__sim_params p = params();
+    assert_float_equal(sim(s, 4, p), 2.2, 1e-9);
+    p.conns = 1;
+    assert_float_equal(sim(s, 4, p), 2.2, 1e-9);
+    /* Two: they share the link, the small ones done at 0.2, 0.4 and 0.6 s and the large one, with
+     * 0.3 s of its bytes across by then, at 1.3 s; the client busy from 0.2 to 1.1 s, then 1.3 to
+     * 1.6 s. */
+    p.conns = 2;
+    assert_float_equal(sim(s, 4, p), 1.6, 1e-9);
+    /* conn is taken modulo conns: 2 is connection 0 again. */
+    s[0].conn = 2;
+    assert_float_equal(sim(s, 4, p), 1.6, 1e-9);
+    /* All on one connection of two: as one. */
+    s[0].conn = 1;
+    assert_float_equal(sim(s, 4, p), 2.2, 1e-9);
 }
 
 static void test_osd_sharing(void **state)
@@ -170,8 +197,10 @@ static void test_bounds(void **state)
         p.batch = 1 + rand() % 40;
         p.window = 1 + rand() % 64;
         p.ahead = p.window > 2 ? (unsigned)(rand() % 3) : 0;
+        p.conns = (unsigned)(rand() % 5);
         for (int i = 0; i < n; i++) {
             int off = rand() % 3 == 0;
+            s[i].conn = (unsigned)rand();
             s[i].ahead = off;
             s[i].bytes = off ? 150528 : 20000 + rand() % 600000;
             s[i].osd_s = off ? 0.001 + (rand() % 100) / 1e4 : 0.0002;
@@ -216,10 +245,11 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_link_alone),  cmocka_unit_test(test_pipeline),
-        cmocka_unit_test(test_osd_sharing), cmocka_unit_test(test_reads_in_order),
-        cmocka_unit_test(test_ring_held),   cmocka_unit_test(test_ahead),
-        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_link_alone),     cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_connections),    cmocka_unit_test(test_osd_sharing),
+        cmocka_unit_test(test_reads_in_order), cmocka_unit_test(test_ring_held),
+        cmocka_unit_test(test_ahead),          cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
