@@ -10,7 +10,8 @@
 #              samples are the same, the stats add up
 #   linkcut    the link down for 10 s mid-epoch: the epoch completes, byte-identical
 #   measure    sophon load without --net and --storage-cores measures a 100Mbit link within
-#              15% and OSDs capped at 0.5 cores, and plans for them
+#              15% and OSDs capped at 0.5 cores, and plans for them; a 500Mbit link within 15%
+#              with the OSD capped at 0.1 cores
 #   ranks      two ranks of one job plan the same job plan and take their shards of it, within
 #              the OSDs' cap together
 # cap (two OSDs) and stop (which kills its daemons) start a cluster of their own in DIR and stop
@@ -480,6 +481,16 @@ mode_measure() {
     grep -q '^stats: .* epoch=1 .* osd_op_ms=[0-9.]* osd_op_measured=1' "$work/given.log" &&
         ok "epoch 1 planned with the CPU per operation epoch 0 measured: $(grep -o 'epoch=1 .*' "$work/given.log" | grep -o 'osd_op_ms=[0-9.]*')" ||
         bad "epoch 1 did not plan with a measured CPU per operation: $(grep '^stats:' "$work/given.log")"
+    # Under a tight cap the OSDs serve a few hundred reads a second whatever their size: the
+    # measurement reads the larger objects, so that the link, not the OSDs' CPU, limits it.
+    start --osds 1 --net 500Mbit --osd-cores 0.1
+    on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
+        >"$work/tight.log" 2>&1 || die "load failed: $(tail -3 "$work/tight.log")"
+    mbit=$(grep -o ' link_mbit=[0-9.]*' "$work/tight.log" | head -1 | cut -d= -f2)
+    grep -q ' link_measured=1' "$work/tight.log" &&
+        awk -v m="$mbit" 'BEGIN {exit !(m >= 425 && m <= 575)}' &&
+        ok "measured $mbit Mbit/s on a 500 Mbit/s link with the OSD capped at 0.1 cores (within 15%)" ||
+        bad "with the OSD capped at 0.1 cores, a 500 Mbit/s link: $(grep '^stats:' "$work/tight.log")"
 }
 
 # Two ranks of one job on one OSD budget (issue 13): each plans the job's plan for the whole
