@@ -1354,23 +1354,26 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The dataset's object at quantile q (0..1) of their sizes as stored, bytes; 0 where it has none
- * or no memory to tell. */
-static double object_bytes_at(const struct sophon_loader *l, double q)
+/* The dataset's objects at quantiles q[0..k) (each 0..1) of their sizes as stored, bytes, into
+ * out[] (one sort for all); 0 where it has none or no memory to tell. */
+static void object_bytes_at(const struct sophon_loader *l, const double *q, double *out, size_t k)
 {
     size_t n = sophon_records_count(l->ds.records);
     uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
+    for (size_t j = 0; j < k; j++)
+        out[j] = 0;
     if (v == NULL || n == 0) {
         free(v);
-        return 0;
+        return;
     }
     for (size_t i = 0; i < n; i++)
         v[i] = record(l, i)->stored_bytes;
     qsort(v, n, sizeof(*v), cmp_u64);
-    size_t k = (size_t)(q * (double)n);
-    double m = (double)v[k < n ? k : n - 1];
+    for (size_t j = 0; j < k; j++) {
+        size_t i = (size_t)(q[j] * (double)n);
+        out[j] = (double)v[i < n ? i : n - 1];
+    }
     free(v);
-    return m;
 }
 
 static int alloc_ring(struct sophon_loader *l)
@@ -1517,8 +1520,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     /* The window the options give, or the one each epoch chooses (sophon__control_window). */
     l->window_cap = o.window > 0 ? o.window : SOPHON__WINDOW_MAX;
     l->window = o.window > 0 ? o.window : SOPHON__WINDOW_MIN;
-    l->median_bytes = object_bytes_at(l, 0.5);
-    l->link_read_min = (uint64_t)fmin(object_bytes_at(l, MEASURE_LINK_QUANTILE), MEASURE_LINK_MAX);
+    double at[2];
+    object_bytes_at(l, (const double[]){0.5, MEASURE_LINK_QUANTILE}, at, 2);
+    l->median_bytes = at[0];
+    l->link_read_min = (uint64_t)fmin(at[1], MEASURE_LINK_MAX);
     l->osd_op_s = SOPHON_SEL_OSD_OP_S;
     /* The profile's speeds against the cost model until the epochs measure this client's and the
      * OSDs' own. */
