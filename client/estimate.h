@@ -21,10 +21,14 @@ struct sophon__xfer {
 
 /*
  * sophon__rate_estimate - bytes per second of reads x[0..n) that kept the link busy, sorted by
- * completion time: the bytes of every read after the first over the time from the first
- * completion to the last (the first read's own time holds the requests' latency and TCP's slow
- * start, not the link's rate). 0 when it cannot tell: fewer than 3 reads, or no time between the
- * first completion and the last.
+ * completion time: the least-squares slope of the bytes completed so far over the completion
+ * times. Not the bytes after the first completion over the time from it to the last: each OSD's
+ * connection sends its responses in turn and the connections share the link, so that at the
+ * first completion the other connections' reads have crossed as much of it as the first:
+ * counted after it, C connections of K reads each read the link too fast by (C - 1) / (C (K - 1))
+ * (three of five: 1.17x). The slope holds whatever the first reads' latency or the connections'
+ * phases. 0 when it cannot tell: fewer than 3 reads, or no time between the first completion
+ * and the last.
  */
 double sophon__rate_estimate(const struct sophon__xfer *x, size_t n);
 

@@ -994,12 +994,39 @@ static void ask_wire(struct sophon_loader *l)
  * that its response (248 bytes) costs the link nothing. */
 #define MEASURE_SIDE 8u
 
-/* One operation of a measurement: its completion and the buffer it reads into. */
+/* One operation of a measurement: its completion, the buffer it reads into, and when it
+ * completed (CLOCK_MONOTONIC ns, set by measure_completed in librados' thread). */
 struct measure_op {
     rados_completion_t c;
     char *buf;
     size_t cap;
+    uint64_t done_ns;
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The completion's callback: when the operation completed, not when measure() came to it. The
+ * operations complete out of order (each OSD's connection sends its responses in turn, the
+ * connections share the link), and measure() waits for them in order: timed as it came to them,
+ * the first read's completion could be late by the others', all counted after it (over three
+ * OSDs and the OI-like dataset's larger objects a 50 Mbit/s link read as 55-97 Mbit/s, now
+ * 48.2-48.6; 100 Mbit/s as 106-110, now 96; 500 as 557-595, now 477-478). */
+static void measure_completed(rados_completion_t c, void *arg)
+{
+    (void)c;
+    __atomic_store_n(&((struct measure_op *)arg)->done_ns, now_ns(), __ATOMIC_RELEASE);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const struct sophon__xfer *)a)->t, y = ((const struct sophon__xfer *)b)->t;
+    return (x > y) - (x < y);
+}
 
 /* Starts the measuring operation of record `index` into op (op->c created): 0, or < 0 to skip
  * the record. Then, when it completed with rc, what it measured (bytes, CPU ns), 0 for nothing. */
@@ -1032,6 +1059,7 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
     size_t head = 0, tail = 0, m = 0, next = 0, skipped = 0, step = n / lim->ops + 1;
     uint64_t issued = 0;
     int warm = lim->warm == NULL;
+    double warm_t = 0;
     struct sophon__xfer *x = malloc(lim->ops * sizeof(*x));
     *total = 0;
     *count = 0;
@@ -1049,7 +1077,7 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
             size_t i = next % n;
             next += step;
             *o = (struct measure_op){0};
-            if (rados_aio_create_completion2(NULL, NULL, &o->c) < 0)
+            if (rados_aio_create_completion2(o, measure_completed, &o->c) < 0)
                 break;
             if (start(l, i, o) < 0) {
                 rados_aio_release(o->c);
@@ -1064,15 +1092,17 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
         if (head == tail)
             break;
         struct measure_op *o = &op[head % MEASURE_DEPTH];
-        rados_aio_wait_for_complete(o->c);
+        rados_aio_wait_for_complete_and_cb(o->c);
         uint64_t v = done(o, rados_aio_get_return_value(o->c));
+        double t = (double)__atomic_load_n(&o->done_ns, __ATOMIC_ACQUIRE) / 1e9;
         if (!warm && now_s() - t0 >= lim->warm_s) {
             lim->warm(l);
             warm = 1;
+            warm_t = now_s();
             m = 0;
         }
-        if (v > 0 && m < lim->ops)
-            x[m++] = (struct sophon__xfer){now_s(), v};
+        if (v > 0 && m < lim->ops && t >= warm_t)
+            x[m++] = (struct sophon__xfer){t, v};
         rados_aio_release(o->c);
         free(o->buf);
         head++;
@@ -1080,6 +1110,7 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
     for (size_t i = 0; i < m; i++)
         *total += x[i].bytes;
     *count = m;
+    qsort(x, m, sizeof(*x), by_time);
     double rate = sophon__rate_estimate(x, m);
     free(x);
     return rate;

@@ -14,8 +14,9 @@
 #              with the OSD capped at 0.1 cores
 #   ranks      two ranks of one job plan the same job plan and take their shards of it, within
 #              the OSDs' cap together
-# cap (two OSDs) and stop (which kills its daemons) start a cluster of their own in DIR and stop
-# it in a trap. The others share one cluster of one OSD in DIR, which `setup` starts (fresh) and
+#   measure3   three OSDs' connections sharing a 50Mbit link: sophon load measures it within 10%
+# cap (two OSDs), stop (which kills its daemons) and measure3 (three OSDs) start a cluster of
+# their own in DIR and stop it in a trap. The others share one cluster of one OSD in DIR, which `setup` starts (fresh) and
 # `teardown` stops (ctest's fixture shaped_testbed): each sets the link and the cap it needs on
 # it (vstart.sh start on a running cluster applies them) and leaves it running, its link up. Run
 # by hand without setup, such a mode starts the cluster itself; teardown stops it.
@@ -32,7 +33,7 @@ pool=sophon
 work=$(mktemp -d)
 load_pid=
 case "$mode" in
-cap | stop) shared= ;;
+cap | stop | measure3) shared= ;;
 *) shared=1 ;;
 esac
 cleanup() {
@@ -493,6 +494,25 @@ mode_measure() {
         bad "with the OSD capped at 0.1 cores, a 500 Mbit/s link: $(grep '^stats:' "$work/tight.log")"
 }
 
+# The link measured over three OSDs' connections: each sends its responses in turn and the
+# connections share the link, so that the reads complete out of the order they were issued in
+# (here the first read issued completed 0.4-1.6 s after the first to complete). Timed as the
+# loader came to them in order, the 50 Mbit/s link read 55-97 Mbit/s (56 and 62 in this test).
+mode_measure3() {
+    [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
+    start --osds 3 --net 50Mbit --osd-cores 1
+    local ds=measure3 mbit
+    client_dataset "$ds" 20 0
+    on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
+        >"$work/m.log" 2>&1 || die "load failed: $(tail -3 "$work/m.log")"
+    mbit=$(grep -o ' link_mbit=[0-9.]*' "$work/m.log" | head -1 | cut -d= -f2)
+    grep -q ' link_measured=1' "$work/m.log" && [ -n "$mbit" ] ||
+        die "the link was not measured: $(grep '^stats:' "$work/m.log")"
+    awk -v m="$mbit" 'BEGIN {exit !(m >= 45 && m <= 55)}' &&
+        ok "measured $mbit Mbit/s on a 50 Mbit/s link, three OSDs (within 10%)" ||
+        bad "measured $mbit Mbit/s on a 50 Mbit/s link, three OSDs"
+}
+
 # Two ranks of one job on one OSD budget (issue 13): each plans the job's plan for the whole
 # budget, the same in both (--no-adapt: from the profile alone), and takes its shard of it; so
 # their shards' predicted bytes and offloads add up to what one process planning the whole job
@@ -567,11 +587,11 @@ mode_ranks() {
 }
 
 case "$mode" in
-rate | cap | stop | selective | control | linkcut | measure | ranks) "mode_$mode" ;;
+rate | cap | stop | selective | control | linkcut | measure | ranks | measure3) "mode_$mode" ;;
 setup)
     "$cluster" setup "$dir" "$build" --osds 1 --net 100Mbit --osd-cores 1 || die "setup failed"
     ;;
 teardown) "$cluster" cleanup "$dir" "$build" || die "teardown failed" ;;
-*) die "unknown mode '$mode': rate, cap, stop, selective, control, linkcut, measure, ranks, setup or teardown" ;;
+*) die "unknown mode '$mode': rate, cap, stop, selective, control, linkcut, measure, ranks, measure3, setup or teardown" ;;
 esac
 finish

@@ -380,11 +380,25 @@ static void test_rate_estimate(void **state)
         x[i] = (struct sophon__xfer){0.3 + 0.016 * i, 200000};
     double r = sophon__rate_estimate(x, 64);
     assert_true(fabs(r - 12.5e6) < 1e3);
-    /* Reads of other sizes: the bytes after the first over the time. */
-    x[0].bytes = 5000000;
-    x[10].bytes = 1000000;
+    /* Reads of other sizes, each completing when its bytes have crossed the busy link. */
+    double t = 0.3;
+    for (int i = 0; i < 64; i++) {
+        x[i].bytes = 50000 + 37000 * (uint64_t)(i % 7);
+        if (i > 0)
+            t += (double)x[i].bytes / 12.5e6;
+        x[i].t = t;
+    }
     r = sophon__rate_estimate(x, 64);
-    assert_true(fabs(r - (62 * 200000.0 + 1000000) / (0.016 * 63)) < 1.0);
+    assert_true(fabs(r - 12.5e6) < 1e3);
+    /* Three connections sharing the link, each sending its responses of 1 MB in turn: they
+     * complete three at a time, every 3 MB of the link. The first completion's bytes are not
+     * all that crossed before it (the other two connections' first reads did too): counting
+     * every read after the first from it read 1.17x the link with five reads a connection. */
+    for (int k = 0; k < 5; k++)
+        for (int c = 0; c < 3; c++)
+            x[3 * k + c] = (struct sophon__xfer){0.05 + 3e6 * (k + 1) / 12.5e6, 1000000};
+    r = sophon__rate_estimate(x, 15);
+    assert_true(fabs(r - 12.5e6) < 1e3);
     /* Too few reads, or no time between the first completion and the last: cannot tell. */
     assert_true(sophon__rate_estimate(x, 2) == 0);
     assert_true(sophon__rate_estimate(NULL, 10) == 0);
