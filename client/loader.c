@@ -995,20 +995,13 @@ static void ask_wire(struct sophon_loader *l)
 #define MEASURE_SIDE 8u
 
 /* One operation of a measurement: its completion, the buffer it reads into, and when it
- * completed (CLOCK_MONOTONIC ns, set by measure_completed in librados' thread). */
+ * completed (now_s(), set by measure_completed in librados' thread). */
 struct measure_op {
     rados_completion_t c;
     char *buf;
     size_t cap;
-    uint64_t done_ns;
+    double done_s;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The completion's callback: when the operation completed, not when measure() came to it. The
  * operations complete out of order (each OSD's connection sends its responses in turn, the
@@ -1018,8 +1011,9 @@ static uint64_t now_ns(void)
  * 48.2-48.6; 100 Mbit/s as 106-110, now 96; 500 as 557-595, now 477-478). */
 static void measure_completed(rados_completion_t c, void *arg)
 {
+    double t = now_s();
     (void)c;
-    __atomic_store_n(&((struct measure_op *)arg)->done_ns, now_ns(), __ATOMIC_RELEASE);
+    __atomic_store(&((struct measure_op *)arg)->done_s, &t, __ATOMIC_RELEASE);
 }
 
 static int by_time(const void *a, const void *b)
@@ -1094,11 +1088,12 @@ static double measure(struct sophon_loader *l, measure_start_fn start, measure_d
         struct measure_op *o = &op[head % MEASURE_DEPTH];
         rados_aio_wait_for_complete_and_cb(o->c);
         uint64_t v = done(o, rados_aio_get_return_value(o->c));
-        double t = (double)__atomic_load_n(&o->done_ns, __ATOMIC_ACQUIRE) / 1e9;
-        if (!warm && now_s() - t0 >= lim->warm_s) {
+        double t, now = now_s();
+        __atomic_load(&o->done_s, &t, __ATOMIC_ACQUIRE);
+        if (!warm && now - t0 >= lim->warm_s) {
             lim->warm(l);
             warm = 1;
-            warm_t = now_s();
+            warm_t = now_s(); /* after warm(), which asks the OSDs */
             m = 0;
         }
         if (v > 0 && m < lim->ops && t >= warm_t)

@@ -16,10 +16,11 @@
 #              the OSDs' cap together
 #   measure3   three OSDs' connections sharing a 50Mbit link: sophon load measures it within 10%
 # cap (two OSDs), stop (which kills its daemons) and measure3 (three OSDs) start a cluster of
-# their own in DIR and stop it in a trap. The others share one cluster of one OSD in DIR, which `setup` starts (fresh) and
-# `teardown` stops (ctest's fixture shaped_testbed): each sets the link and the cap it needs on
-# it (vstart.sh start on a running cluster applies them) and leaves it running, its link up. Run
-# by hand without setup, such a mode starts the cluster itself; teardown stops it.
+# their own in DIR and stop it in a trap. The others share one cluster of one OSD in DIR, which
+# `setup` starts (fresh) and `teardown` stops (ctest's fixture shaped_testbed): each sets the link
+# and the cap it needs on it (vstart.sh start on a running cluster applies them) and leaves it
+# running, its link up. Run by hand without setup, such a mode starts the cluster itself;
+# teardown stops it.
 # These need root, network namespaces, tc with tbf and the cpu cgroup: where the machine lacks
 # one, vstart.sh says which and the test fails (it never skips).
 set -uo pipefail
@@ -496,8 +497,9 @@ mode_measure() {
 
 # The link measured over three OSDs' connections: each sends its responses in turn and the
 # connections share the link, so that the reads complete out of the order they were issued in
-# (here the first read issued completed 0.4-1.6 s after the first to complete). Timed as the
-# loader came to them in order, the 50 Mbit/s link read 55-97 Mbit/s (56 and 62 in this test).
+# (on the OI-like dataset the first read issued completed 0.4-1.6 s after the first to complete).
+# Timed as the loader came to them in order, the 50 Mbit/s link read 55-97 Mbit/s there, 56 and
+# 62 in this test.
 mode_measure3() {
     [ -s "$corpus/list.txt" ] || die "no corpus at $corpus (scripts/fetch-corpus.sh)"
     start --osds 3 --net 50Mbit --osd-cores 1
