@@ -49,13 +49,12 @@ struct sophon__sim_params {
  * oldest batch not yet done; in the other `ahead` places, operations of samples marked ahead,
  * the next ones the ring holds past the last issued in order (the loader issues
  * preparations ahead so that the OSDs work on them while the link carries the samples before
- * them); the OSDs' cores shared among the preparations there (at most osd_threads of them,
- * the others waiting in order) and the head of the queue of plain reads, which the OSDs serve
- * one after another (processor sharing);
- * the link shared equally among the connections (conns, one per OSD) with a response on them,
- * each carrying its responses one at a time in the order their OSD work ended; the workers
- * taking received samples in the order they came. INFINITY where some work has no resource to
- * run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.
+ * them); the queue of plain reads served one after another, the head one first on up to a
+ * core of the OSDs', the preparations sharing the rest (at most osd_threads of them, the others
+ * waiting in order; processor sharing); the link shared equally among the connections (conns, one
+ * per OSD) with a response on them, each carrying its responses one at a time in the order their
+ * OSD work ended; the workers taking received samples in the order they came. INFINITY where some
+ * work has no resource to run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.
  */
 double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
                          const struct sophon__sim_params *p);

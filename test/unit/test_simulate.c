@@ -1,9 +1,9 @@
 /*
  * test_simulate.c - the loader's epoch simulated (client/simulate.c): the cases that can be
  * worked out by hand (one resource alone, a two-stage pipeline, the link shared by connections,
- * processor sharing in the OSDs, a long preparation holding up the ring, one issued ahead of its
- * turn), and on random epochs that it is never shorter than the busiest resource and never
- * longer than all of them one after another.
+ * processor sharing in the OSDs with the reads served before the preparations, a long
+ * preparation holding up the ring, one issued ahead of its turn), and on random epochs that it is
+ * never shorter than the busiest resource and never longer than all of them one after another.
  */
 #include <errno.h>
 #include <math.h>
@@ -129,12 +129,23 @@ static void test_reads_in_order(void **state)
     struct sophon__sim_params p = params();
     p.osd_cores = 0.5;
     assert_float_equal(sim(s, 4, p), 0.8 + 0.01, 1e-9);
-    /* A preparation of 0.2 s issued first shares the cores with the reads' queue, 0.25 cores
-     * each: the first read done at 0.4 s, the second with the preparation at 0.8 s, the last
-     * two at 0.5 cores, 0.2 s each: the last at 1.2 s, over the link at 1.21 s. */
+    /* A preparation of 0.2 s issued first waits while the reads' queue has a read: the reads,
+     * 0.2 s each at 0.5 cores, done at 0.2, 0.4, 0.6 and 0.8 s, then the preparation at 0.5
+     * cores until 1.2 s, over the link at 1.21 s. */
     s[0] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.2, .ahead = 1};
     s[4] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1};
     assert_float_equal(sim(s, 5, p), 1.2 + 0.01, 1e-9);
+    /* Where the reads come first shows: a read needing 0.3 s of the client behind that
+     * preparation is over the link at 0.21 s and done at 0.51 s, the preparation at 0.6 s and
+     * over the link at 0.61 s (sharing the cores, the read would be done in the OSD at 0.4 s
+     * and the epoch would end at 0.71 s). */
+    s[1] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1, .client_s = 0.3};
+    assert_float_equal(sim(s, 2, p), 0.61, 1e-9);
+    /* With 1.5 cores the read has one and the preparation the other half until 0.1 s, then a
+     * whole one: the preparation done at 0.25 s, the read at 0.1 s, over the link at 0.11 s and
+     * done at 0.41 s. */
+    p.osd_cores = 1.5;
+    assert_float_equal(sim(s, 2, p), 0.41, 1e-9);
 }
 
 static void test_ring_held(void **state)
