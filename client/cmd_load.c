@@ -222,7 +222,9 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
     if (st->osd_process_ns > 0)
         printf(", %.2f s in all", (double)st->osd_process_ns / 1e9);
     printf(" (planned with %.2f ms an operation beyond the preparations, %s)\n", st->osd_op_s * 1e3,
-           st->osd_op_measured ? "measured" : "built-in");
+           st->osd_op_measured == 1   ? "measured"
+           : st->osd_op_measured == 2 ? "as profiled"
+                                      : "built-in");
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "

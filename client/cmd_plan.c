@@ -121,6 +121,7 @@ struct plan_args {
     int policy, compare; /* policy -1: not given */
     double speed;        /* --storage-speed, 0: not given */
     double client_speed; /* the profiling client's speed against the cost model (dataset.h) */
+    double osd_op_s;     /* the OSDs' CPU per operation as profiled (dataset.h), 0: not */
     uint64_t size;       /* --size, 0: not given */
     unsigned stages;     /* --stages, selector.h's bits */
 };
@@ -241,6 +242,7 @@ static int load_records(struct plan_args *a, sophon_records **set)
         ds.records = NULL;
         a->budget.storage_speed = ds.storage_speed;
         a->client_speed = ds.client_speed;
+        a->osd_op_s = ds.osd_op_s;
         sophon__dataset_free(&ds);
     }
     if (a->speed > 0)
@@ -289,12 +291,13 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
 {
     const struct sophon_budget *b = &a->budget;
 
-    printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f), %g client "
-           "cores (speed %.2f), %s output%s\n",
+    printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, %.2f ms an "
+           "operation beyond the preparations, %s), %g client cores (speed %.2f), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
-           b->client_cores, a->client_speed, sophon_format_name(b->final_format),
-           b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+           (a->osd_op_s > 0 ? a->osd_op_s : SOPHON_SEL_OSD_OP_S) * 1e3,
+           a->osd_op_s > 0 ? "profiled" : "built-in", b->client_cores, a->client_speed,
+           sophon_format_name(b->final_format), b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     /* As the loader plans its first epoch: the link's payload, the client at the profile's
      * speed, and the OSDs' CPU per operation (selector.h). */
     struct sophon_budget planned = *b;
@@ -380,7 +383,9 @@ int cmd_plan(int argc, char **argv)
     code = 1;
     if (load_records(&a, &set) < 0)
         goto done;
-    if (sophon_records_add_osd_op(set, SOPHON_SEL_OSD_OP_S * a.budget.storage_speed) < 0)
+    /* The OSDs' CPU per operation beyond the preparations as profiled, else the built-in one. */
+    double op_s = a.osd_op_s > 0 ? a.osd_op_s : SOPHON_SEL_OSD_OP_S;
+    if (sophon_records_add_osd_op(set, op_s * a.budget.storage_speed) < 0)
         goto done;
     print_plans(&a, set, &chosen);
     if (chosen == NULL) {

@@ -180,11 +180,13 @@ static int index_set(rados_ioctx_t io, const char *dataset, const char *key, con
 }
 
 int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed)
+                                double client_speed, double osd_op_s)
 {
-    char val[96];
-    snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
-             client_speed);
+    char val[160];
+    int len = snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
+                       client_speed);
+    if (osd_op_s > 0)
+        snprintf(val + len, sizeof(val) - (size_t)len, "osd_op_s=%.17g\n", osd_op_s);
     return index_set(io, dataset, "@profile", val);
 }
 
@@ -352,22 +354,24 @@ static int add_line(void *arg, const char *key, size_t klen, const char *val, si
     return 0;
 }
 
-/* @profile's lines: each speed that is there and positive (an index of an older profile has
- * storage_speed only). */
+/* @profile's lines: each figure that is there and positive (an index of an older profile has
+ * storage_speed only, or no osd_op_s). */
 static int add_profile(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     struct sophon_dataset *ds = arg;
-    char buf[128], *save = NULL;
+    char buf[256], *save = NULL;
     double speed;
     (void)key;
     (void)klen;
-    snprintf(buf, sizeof(buf), "%.*s", (int)(vlen < 127 ? vlen : 127), val);
+    snprintf(buf, sizeof(buf), "%.*s", (int)(vlen < sizeof(buf) - 1 ? vlen : sizeof(buf) - 1), val);
     for (char *line = strtok_r(buf, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
         if (sscanf(line, "storage_speed=%lf", &speed) == 1 && speed > 0)
             ds->storage_speed = speed;
         else if (sscanf(line, "client_speed=%lf", &speed) == 1 && speed > 0)
             ds->client_speed = speed;
+        else if (sscanf(line, "osd_op_s=%lf", &speed) == 1 && speed > 0 && speed < 1)
+            ds->osd_op_s = speed;
     }
     return 0;
 }

@@ -8,8 +8,10 @@
  *     r/OBJ     -> the object's record: one line of sophon-records CSV (selector.h), no header
  *     s/OBJ     -> "SIZE MTIME" of the object the record was made from (incremental profiles)
  *     @namespace -> the RADOS namespace `sophon put` stored the objects in ("" the default)
- *     @profile  -> "storage_speed=X\nclient_speed=Y\n": the speeds at which an OSD core and the
- *                  profiling client ran the cost model's CPU on a sample (model s / measured s)
+ *     @profile  -> "storage_speed=X\nclient_speed=Y\nosd_op_s=Z\n": the speeds at which an OSD
+ *                  core and the profiling client ran the cost model's CPU on a sample (model s /
+ *                  measured s), and the OSDs' CPU per operation beyond the preparations over it
+ *                  (osd_cpu.h; the line is left out where it could not be measured)
  * Every client of the dataset reads the same index, so records made once serve all of them.
  */
 #ifndef SOPHON_DATASET_H
@@ -33,6 +35,8 @@ struct sophon_dataset {
     size_t nclasses;
     double storage_speed; /* an OSD core's against the cost model; 1: never calibrated */
     double client_speed;  /* the profiling client's against it; 1: not calibrated (before 0.3) */
+    double osd_op_s;      /* the OSDs' CPU per operation beyond the preparations, OSD seconds,
+                           * as profiled; 0: not measured (an older profile, or no answer) */
 };
 
 /* An entry to write into an index: any of label, record, stamp may be NULL / 0. */
@@ -74,7 +78,7 @@ int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const c
 /* Writes the profile's calibration: the speeds of an OSD core and of this client against the
  * cost model. */
 int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed);
+                                double client_speed, double osd_op_s);
 
 /*
  * Reads what the index holds. members (o/ keys) and stamps (s/ keys) come back as parallel

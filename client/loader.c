@@ -185,7 +185,8 @@ struct sophon_loader {
      * asked), and whether the current epoch's interval started with an answer from each; the
      * operations this epoch issued; the OSDs' CPU per operation beyond the preparations (OSD
      * seconds) the plans count: over the epochs so far (the sums of the processes' CPU, the
-     * class's, and the operations), else as measured at open, else SOPHON_SEL_OSD_OP_S. */
+     * class's, and the operations), else as measured at open, else as the profile measured it
+     * (the dataset's index), else SOPHON_SEL_OSD_OP_S; osd_op_measured says which (sophon.h). */
     struct sophon__osds osds;
     int osd_interval;
     uint64_t epoch_ops;
@@ -1550,7 +1551,10 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     object_bytes_at(l, (const double[]){0.5, MEASURE_LINK_QUANTILE}, at, 2);
     l->median_bytes = at[0];
     l->link_read_min = (uint64_t)fmin(at[1], MEASURE_LINK_MAX);
-    l->osd_op_s = SOPHON_SEL_OSD_OP_S;
+    /* The OSDs' CPU per operation as `sophon profile` measured it, else the built-in figure, until
+     * the OSDs are measured (with budgets to measure, at open; else over the epochs). */
+    l->osd_op_s = l->ds.osd_op_s > 0 ? l->ds.osd_op_s : SOPHON_SEL_OSD_OP_S;
+    l->osd_op_measured = l->ds.osd_op_s > 0 ? 2 : 0;
     /* The profile's speeds against the cost model until the epochs measure this client's and the
      * OSDs' own. */
     l->storage_speed = l->ds.storage_speed;

@@ -113,6 +113,12 @@ int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char
         return r;
     if (size > max)
         return -EFBIG;
+    return sophon__read_object_sized(buf, len, io, oid, size);
+}
+
+int sophon__read_object_sized(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid,
+                              uint64_t size)
+{
     uint8_t *p = malloc(size > 0 ? size : 1);
     if (p == NULL)
         return -ENOMEM;
@@ -120,7 +126,7 @@ int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char
     /* rados_read() returns an int: read in pieces that fit one. */
     while (got < size) {
         size_t chunk = size - got > (1u << 30) ? (1u << 30) : size - got;
-        r = rados_read(io, oid, (char *)p + got, chunk, got);
+        int r = rados_read(io, oid, (char *)p + got, chunk, got);
         if (r < 0) {
             free(p);
             return r;

@@ -43,4 +43,9 @@ int sophon__local_prep(uint8_t **resp, size_t *resp_len, const uint8_t *jpeg, si
 /* Reads a whole object into a malloc'ed buffer (at most max bytes: -EFBIG past that). */
 int sophon__read_object(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid, size_t max);
 
+/* Reads the first size bytes of an object whose size is known (one read under 1 GiB, no stat)
+ * into a malloc'ed buffer; *len is what there was, fewer where the object is shorter. */
+int sophon__read_object_sized(uint8_t **buf, size_t *len, rados_ioctx_t io, const char *oid,
+                              uint64_t size);
+
 #endif

@@ -301,7 +301,9 @@ struct sophon_loader_stats {
                               * plan counted (OSD seconds): measured (osd_op_measured), else a
                               * built-in figure */
     int osd_op_measured;     /* 1 if osd_op_s was measured: asked of the OSD processes (class
-                              * 0.3 and later) at open or over the epochs before */
+                              * 0.3 and later) at open or over the epochs before; 2 if it is
+                              * the figure `sophon profile` measured and kept in the dataset's
+                              * index; 0: the built-in one */
     uint64_t osd_process_ns; /* the OSD processes' CPU over this epoch, all their threads, this
                               * rank's share (the job's over its ranks); 0 until the epoch's last
                               * batch, or when the OSDs could not be asked */

@@ -37,18 +37,27 @@ speeds=$(sed -nE 's/.*runs at ([0-9.]+)x in an OSD core and ([0-9.]+)x here.*/\1
 read -r sspeed cspeed <<<"$speeds"
 plan=$("$sophon" plan --id sophon-read -p "$pool" --dataset "$ds" --net 100Mbit --storage-cores 1 \
     --client-cores 1 --policy none 2>&1)
-[ -n "$sspeed" ] && grep -q "storage cores (speed $sspeed), 1 client cores (speed $cspeed)" <<<"$plan" &&
-    ok "the plans start from the calibrated speeds ($sspeed in an OSD, $cspeed here)" ||
-    bad "calibrated speeds '$speeds' not in the plan: $plan"
+# The OSDs' CPU per operation beyond the preparations, asked of the OSD processes around a read of
+# each of the calibration's objects: some, under 20 ms on any machine this runs on, and what the
+# plans and the loader's first epoch count.
+op_ms=$(sed -nE 's/.*the OSDs spent ([0-9.]+) ms an operation beyond the preparations.*/\1/p' <<<"$out")
+awk -v m="$op_ms" 'BEGIN { exit !(m > 0 && m <= 20) }' &&
+    ok "profile measures the OSDs' CPU per operation ($op_ms ms)" || bad "no CPU per operation: $out"
+[ -n "$sspeed" ] &&
+    grep -q "storage cores (speed $sspeed, $op_ms ms an operation beyond the preparations, profiled), 1 client cores (speed $cspeed)" <<<"$plan" &&
+    ok "the plans start from the calibrated speeds ($sspeed in an OSD, $cspeed here) and CPU per operation" ||
+    bad "calibrated speeds '$speeds', $op_ms ms not in the plan: $plan"
 first=$("$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy selective --epochs 1 --discard \
     --net 100Mbit --storage-cores 1 --client-cores 1 2>&1)
 grep -q "model speeds: OSD $sspeed, client $cspeed;" <<<"$first" &&
-    ok "and the loader's first epoch too" || bad "calibrated speeds '$speeds' not in the load: $first"
+    grep -q "planned with $op_ms ms an operation beyond the preparations, as profiled" <<<"$first" &&
+    ok "and the loader's first epoch too" || bad "calibrated figures '$speeds' $op_ms not in the load: $first"
 rados -p "$pool" -N .sophon setomapval "dataset.$ds" @profile "storage_speed=2.5" &&
     plan=$("$sophon" plan -p "$pool" --dataset "$ds" --net 100Mbit --storage-cores 1 \
         --client-cores 1 --policy none 2>&1)
-grep -q "storage cores (speed 2.50), 1 client cores (speed 1.00)" <<<"$plan" &&
-    ok "an older profile's OSD speed is read, the client's taken as 1" || bad "older profile: $plan"
+grep -q "storage cores (speed 2.50, 0.24 ms an operation beyond the preparations, built-in), 1 client cores (speed 1.00)" <<<"$plan" &&
+    ok "an older profile's OSD speed is read, the client's taken as 1, the built-in CPU per operation" ||
+    bad "older profile: $plan"
 expect "a second profile finds nothing new" 0 "0 profiled \(new or changed\), 5 unchanged" \
     "$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0
 
