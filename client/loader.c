@@ -51,9 +51,10 @@
 /* The samples' memory the loader may give its ring of batches when it sizes it itself (the
  * options' prefetch 0): 256 MiB, 1700 u8 samples of 224 x 224. */
 #define SOPHON_RING_MAX_BYTES (256u << 20)
-/* The op threads of an OSD, for the simulated epoch: a class call holds one to its end. Ceph's
- * defaults for OSDs on disks and in memory (osd_op_num_shards_hdd 5 x 1 thread; on SSDs 8 x 2);
- * the dev cluster's OSDs run 5 tp_osd_tp threads. */
+/* The op threads of an OSD, for the simulated epoch: a class call holds one to its end, and the
+ * plain reads run on as many at once (simulate.c). Ceph's defaults for OSDs on disks and in
+ * memory (osd_op_num_shards_hdd 5 x 1 thread; on SSDs 8 x 2); the dev cluster's OSDs run 5
+ * tp_osd_tp threads. */
 #define SOPHON_OSD_OP_THREADS 5u
 
 /* A retry waits at most this long, however many came before it. */
@@ -1660,6 +1661,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
             l->osds.n > 0
                 ? (unsigned)fmax(1, floor((double)l->osds.n * SOPHON_OSD_OP_THREADS / l->o.world))
                 : 0,
+        .read_threads = SOPHON_OSD_OP_THREADS,
         .ahead = sophon__ahead_places(l->window),
         /* One connection per OSD, each carrying its responses one after another; no more busy at
          * once than there are operations in flight. */

@@ -28,19 +28,22 @@ struct sophon__sim_sample {
 };
 
 struct sophon__sim_params {
-    double rate_Bps;      /* the link, payload bytes per second */
-    double osd_cores;     /* the OSDs' cores, shared by the operations in them (at most one
-                           * core each) */
-    double client_cores;  /* the workers' cores, shared by the workers (at most one each) */
-    unsigned threads;     /* workers */
-    size_t batch;         /* samples per batch */
-    unsigned nbufs;       /* batches in the ring */
-    unsigned window;      /* operations in flight (issued, not yet over the link) */
-    unsigned osd_threads; /* preparations the OSDs run at once (their op threads), the others
-                           * waiting in order for a place; 0: as many as are in flight */
-    unsigned ahead;       /* places of the window kept for operations issued ahead of their
-                           * turn (the in-order pass has window - ahead) */
-    unsigned conns;       /* connections sharing the link (one per OSD); 0: one */
+    double rate_Bps;       /* the link, payload bytes per second */
+    double osd_cores;      /* the OSDs' cores, shared by the operations in them (at most one
+                            * core each) */
+    double client_cores;   /* the workers' cores, shared by the workers (at most one each) */
+    unsigned threads;      /* workers */
+    size_t batch;          /* samples per batch */
+    unsigned nbufs;        /* batches in the ring */
+    unsigned window;       /* operations in flight (issued, not yet over the link) */
+    unsigned osd_threads;  /* preparations the OSDs run at once (their op threads), the others
+                            * waiting in order for a place; 0: as many as are in flight */
+    unsigned read_threads; /* threads serving the reads' queue at once (at most its length),
+                            * each sharing the OSDs' cores as a preparation does; 0: the head
+                            * read before all the preparations */
+    unsigned ahead;        /* places of the window kept for operations issued ahead of their
+                            * turn (the in-order pass has window - ahead) */
+    unsigned conns;        /* connections sharing the link (one per OSD); 0: one */
 };
 
 /*
@@ -49,9 +52,10 @@ struct sophon__sim_params {
  * oldest batch not yet done; in the other `ahead` places, operations of samples marked ahead,
  * the next ones the ring holds past the last issued in order (the loader issues
  * preparations ahead so that the OSDs work on them while the link carries the samples before
- * them); the queue of plain reads served one after another, the head one first on up to a
- * core of the OSDs', the preparations sharing the rest (at most osd_threads of them, the others
- * waiting in order; processor sharing); the link shared equally among the connections (conns, one
+ * them); the queue of plain reads served one after another, the head one with the share of the
+ * OSDs' cores of read_threads threads beside the preparations' (up to a core), the preparations
+ * sharing the rest (at most osd_threads of them, the others waiting in order; processor
+ * sharing); the link shared equally among the connections (conns, one
  * per OSD) with a response on them, each carrying its responses one at a time in the order their
  * OSD work ended; the workers taking received samples in the order they came. INFINITY where some
  * work has no resource to run on (a zero rate); -EINVAL for bad parameters, -ENOMEM.

@@ -141,6 +141,20 @@ static void test_reads_in_order(void **state)
      * and the epoch would end at 0.71 s). */
     s[1] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1, .client_s = 0.3};
     assert_float_equal(sim(s, 2, p), 0.61, 1e-9);
+    /* Served by threads that share the cores with the preparation's (read_threads), a queue of
+     * one read has one thread's share, 0.25 cores: in the OSD until 0.4 s, done at 0.71 s. */
+    p.read_threads = 1;
+    assert_float_equal(sim(s, 2, p), 0.71, 1e-9);
+    p.read_threads = 5;
+    assert_float_equal(sim(s, 2, p), 0.71, 1e-9);
+    /* Two reads queued on two threads, 1/3 of the cores each beside the preparation's 1/6: the
+     * first done in the OSD at 0.3 s and at 0.61 s; the second then alone with the preparation
+     * (0.25 cores each): done at 0.7 s with 0.05 s of the preparation left, which ends at 0.8 s
+     * and crosses the link at 0.81 s. */
+    p.read_threads = 2;
+    s[2] = (struct sophon__sim_sample){.bytes = 125000, .osd_s = 0.1};
+    assert_float_equal(sim(s, 3, p), 0.81, 1e-9);
+    p.read_threads = 0;
     /* With 1.5 cores the read has one and the preparation the other half until 0.1 s, then a
      * whole one: the preparation done at 0.25 s, the read at 0.1 s, over the link at 0.11 s and
      * done at 0.41 s. */
