@@ -29,9 +29,9 @@
  * under a tight cap: on the main job's photos at 500Mbit and 0.1 cores selective's plan of 48
  * small f32 preparations ran 1.83 s and was modelled 1.24 s so (1.71 s with 5 threads' share).
  * Over 180 epochs of both datasets (50/200/500Mbit x 0.1/0.25/1.0 cores, five policies, each
- * replayed from the loader's trace) the model's mean error was 5.3% with one preparation's
- * share, 4.9% with the reads first and 4.5% with 5 threads' (epochs after the first: 3.8%, 3.1%,
- * 2.9%; outside 10%: 8, 5 and 2 of 90).
+ * replayed from the loader's trace by test/bench/replay_epoch) the model's mean error was 5.4%
+ * with one preparation's share, 5.0% with the reads first and 4.6% with 5 threads' (epochs
+ * after the first: 3.8%, 3.2%, 2.9%; outside 10%: 7, 4 and 1 of 90).
  */
 struct pool {
     double cores;

@@ -27,6 +27,9 @@
 #             runs' last epoch and so the same work: an epoch's random crops can cost a tenth more
 #             to decode than another's (crop_work in epochs.csv, `sophon load`'s stats line), and
 #             the last over the first epoch holds that too.
+#   TRACES    1: each load's --trace and output into RESULTS/traces/DATASET-RATE-CAP-RUN-POLICY.{csv,txt},
+#             and the simulated epochs replayed from them (replay_epoch: the plan as planned and
+#             the run as it went) summed up at the end; default 0
 #   PG_NUM    the data pool's placement groups (default 128, about 43 an OSD, as real clusters
 #             run ~100; vstart.sh's old default, 16, was 5 an OSD). A class call holds its PG,
 #             and a read in the PG of a preparation waits for all of it (BENCHMARKS.md): with 5
@@ -39,6 +42,7 @@ build=$(cd "$1" && pwd) corpus=${2:-$HOME/.cache/sophon-corpus}
 rates=${RATES:-50Mbit 100Mbit 200Mbit 500Mbit} caps=${CAPS:-0.1 0.25 0.5 1.0}
 datasets=${DATASETS:-photos oi} policies=${POLICIES:-none resize sophon selective oracle}
 epochs=${EPOCHS:-4} prefetch=${PREFETCH:-} results=${RESULTS:-$build/bench-epoch} pairs=${PAIRS:-2}
+traces=${TRACES:-0}
 pg_num=${PG_NUM:-128}
 sophon=$build/client/sophon
 vstart=$top/vstart/vstart.sh
@@ -72,6 +76,7 @@ for ds in $datasets; do
 done
 
 mkdir -p "$results"
+[ "$traces" = 1 ] && rm -rf "$results/traces" && mkdir -p "$results/traces"
 csv=$results/epochs.csv
 echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup,crop_work" >"$csv"
 plans=$results/plans.csv
@@ -91,13 +96,16 @@ plan() {
 # load RUN-NAME DATASET LOAD-ARGS...: one `sophon load`, its stats lines into the CSV with the
 # cgroup's CPU per epoch (over the epochs it ran: LOAD-ARGS may give another --epochs).
 load() {
-    local run=$1 ds=$2 c0 c1 ran
+    local run=$1 ds=$2 c0 c1 ran trace=()
     shift 2
+    local name=$ds-$rate-$cap-${run//#/_}-$(sed -n 's/.*--policy \([a-z]*\).*/\1/p' <<<"$*")
+    [ "$traces" = 1 ] && trace=(--trace "$results/traces/$name.csv")
     c0=$(cg_cpu)
     on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --seed 1 --epochs "$epochs" \
         --discard --threads 1 --client-cores 1 ${prefetch:+--prefetch "$prefetch"} --format f32 "$@" \
-        >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
+        "${trace[@]}" >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
     c1=$(cg_cpu)
+    [ "$traces" = 1 ] && cp "$work/load-$run.log" "$results/traces/$name.txt"
     ran=$(grep -c '^stats: ' "$work/load-$run.log")
     awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$ran" 'BEGIN {print (b - a) / e}')" '
         /^stats: / { delete r; for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
@@ -260,3 +268,13 @@ if errs:
     fig.savefig(sys.argv[2], dpi=100)
     print(f"(the plot: {sys.argv[2]}, the data: {sys.argv[1]})")
 PY
+if [ "$traces" = 1 ]; then
+    echo
+    echo "The simulated epochs replayed from the traces (replay_epoch: the loader's model, the plan"
+    echo "as planned, the run as it went; mean |error| against the measured epochs):"
+    echo
+    for t in "$results"/traces/*.csv; do
+        printf -- '- %s: ' "$(basename "$t" .csv)"
+        "$build/test/bench/replay_epoch" "${t%.csv}.txt" "$t" | tail -n 1
+    done
+fi
