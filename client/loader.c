@@ -44,18 +44,12 @@
 #include "sophon_common.h"
 #include "control.h"
 #include "simulate.h"
-#include "splitmix64.h"
 #include "sophon_config.h"
 #include "wire.h"
 
 /* The samples' memory the loader may give its ring of batches when it sizes it itself (the
  * options' prefetch 0): 256 MiB, 1700 u8 samples of 224 x 224. */
 #define SOPHON_RING_MAX_BYTES (256u << 20)
-/* The op threads of an OSD, for the simulated epoch: a class call holds one to its end, and the
- * plain reads run on as many at once (simulate.c). Ceph's defaults for OSDs on disks and in
- * memory (osd_op_num_shards_hdd 5 x 1 thread; on SSDs 8 x 2); the dev cluster's OSDs run 5
- * tp_osd_tp threads. */
-#define SOPHON_OSD_OP_THREADS 5u
 
 /* A retry waits at most this long, however many came before it. */
 #define BACKOFF_MAX_S 5.0
@@ -1644,9 +1638,7 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
             .osd_s = free_read ? 0 : plan->storage_cpu_s[i] / sspeed,
             .client_s = plan->client_cpu_s[i] / cspeed,
             .ahead = plan->stage[i] != SOPHON_STAGE_STORED,
-            /* Which OSD holds it is not known here: a hash of its index spreads the samples
-             * over the OSDs' connections as CRUSH spreads the objects over the OSDs. */
-            .conn = (unsigned)(sophon__splitmix64(i) >> 32),
+            .conn = sophon__sim_conn(i),
         };
     }
     struct sophon__sim_params p = {
@@ -1656,17 +1648,8 @@ static double simulated_epoch_s(const struct sophon_loader *l, const struct soph
         .threads = l->o.threads,
         .batch = l->o.batch_size,
         .nbufs = nbufs,
-        .window = l->window,
-        .osd_threads =
-            l->osds.n > 0
-                ? (unsigned)fmax(1, floor((double)l->osds.n * SOPHON_OSD_OP_THREADS / l->o.world))
-                : 0,
-        .read_threads = SOPHON_OSD_OP_THREADS,
-        .ahead = sophon__ahead_places(l->window),
-        /* One connection per OSD, each carrying its responses one after another; no more busy at
-         * once than there are operations in flight. */
-        .conns = l->osds.n > 0 ? (unsigned)(l->osds.n < l->window ? l->osds.n : l->window) : 1,
     };
+    sophon__sim_shape(&p, l->window, l->osds.n, l->o.world);
     double t = sophon__sim_epoch(s, m, &p);
     free(s);
     return t;

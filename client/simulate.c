@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "control.h"
+
 /* Work left below this many seconds is done (the sums of many small steps round). */
 #define DONE_S 1e-12
 /* A response with fewer bytes than this left has crossed the link. */
@@ -344,4 +346,16 @@ double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
     }
     sim_free(&sm);
     return t;
+}
+
+void sophon__sim_shape(struct sophon__sim_params *p, unsigned window, size_t osds, unsigned world)
+{
+    p->window = window;
+    p->ahead = sophon__ahead_places(window);
+    p->osd_threads =
+        osds > 0 ? (unsigned)fmax(1, floor((double)osds * SOPHON__OSD_OP_THREADS / world)) : 0;
+    p->read_threads = SOPHON__OSD_OP_THREADS;
+    /* One connection per OSD, each carrying its responses one after another; no more busy at once
+     * than there are operations in flight. */
+    p->conns = osds > 0 ? (unsigned)(osds < window ? osds : window) : 1;
 }

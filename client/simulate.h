@@ -15,6 +15,14 @@
 #define SOPHON_SIMULATE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "splitmix64.h"
+
+/* The op threads of an OSD: a class call holds one to its end, and the plain reads run on as many
+ * at once (simulate.c). Ceph's defaults for OSDs on disks and in memory (osd_op_num_shards_hdd 5
+ * x 1 thread; on SSDs 8 x 2); the dev cluster's OSDs run 5 tp_osd_tp threads. */
+#define SOPHON__OSD_OP_THREADS 5u
 
 /* One position of the epoch, in sampler order. */
 struct sophon__sim_sample {
@@ -62,5 +70,21 @@ struct sophon__sim_params {
  */
 double sophon__sim_epoch(const struct sophon__sim_sample *samples, size_t n,
                          const struct sophon__sim_params *p);
+
+/*
+ * sophon__sim_shape - the parameters that follow from how the loader runs an epoch: `window`
+ * operations in flight with the places kept for preparations started ahead (control.h), and
+ * `osds` OSD processes holding the objects (0: not known), shared by `world` ranks: their op
+ * threads (SOPHON__OSD_OP_THREADS each) for the preparations and the reads, one connection each.
+ */
+void sophon__sim_shape(struct sophon__sim_params *p, unsigned window, size_t osds, unsigned world);
+
+/* The connection a sample's response comes over: which OSD holds object `index` is not known to
+ * the plan, and a hash of it spreads the samples over the connections as CRUSH spreads the
+ * objects over the OSDs. */
+static inline unsigned sophon__sim_conn(uint64_t index)
+{
+    return (unsigned)(sophon__splitmix64(index) >> 32);
+}
 
 #endif

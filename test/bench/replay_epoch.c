@@ -23,15 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
 #include "simulate.h"
-#include "splitmix64.h"
 
 #include "selector.h"
 
-/* The loader's (client/loader.c). */
-#define OSD_OP_THREADS 5u
-#define MAX_EPOCHS     64
+#define MAX_EPOCHS 64
 
 struct epoch {
     int seen;
@@ -180,7 +176,7 @@ static double replay(const struct row *rows, size_t n, const struct epoch *x,
             .osd_s = osd_s,
             .client_s = actual ? r->client_s : r->planned_client_s,
             .ahead = !stored,
-            .conn = (unsigned)(sophon__splitmix64(r->index) >> 32),
+            .conn = sophon__sim_conn(r->index),
         };
         bytes += s[i].bytes;
         osd += s[i].osd_s;
@@ -201,7 +197,7 @@ static const char *pct(char *buf, double ratio)
 
 int main(int argc, char **argv)
 {
-    unsigned osds = 3, threads = 1, read_threads = OSD_OP_THREADS, batch = 0, world = 1;
+    unsigned osds = 3, threads = 1, read_threads = SOPHON__OSD_OP_THREADS, batch = 0, world = 1;
     double client_cores = 1;
     const char *out_path = NULL, *trace_path = NULL;
     for (int i = 1; i < argc; i++) {
@@ -248,12 +244,9 @@ int main(int argc, char **argv)
             .threads = threads,
             .batch = batch,
             .nbufs = x->prefetch + 1,
-            .window = x->window,
-            .osd_threads = (unsigned)fmax(1, floor((double)osds * OSD_OP_THREADS / world)),
-            .read_threads = read_threads,
-            .ahead = sophon__ahead_places(x->window),
-            .conns = osds < x->window ? osds : x->window,
         };
+        sophon__sim_shape(&p, x->window, osds, world);
+        p.read_threads = read_threads;
         double bound, bound_run;
         double planned = replay(rows, n, x, &p, 0, &bound);
         double run = replay(rows, n, x, &p, 1, &bound_run);
