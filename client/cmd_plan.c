@@ -121,7 +121,8 @@ struct plan_args {
     int policy, compare; /* policy -1: not given */
     double speed;        /* --storage-speed, 0: not given */
     double client_speed; /* the profiling client's speed against the cost model (dataset.h) */
-    double osd_op_s;     /* the OSDs' CPU per operation as profiled (dataset.h), 0: not */
+    double osd_op_s;     /* the OSDs' CPU per operation: as profiled (dataset.h), else built-in */
+    int op_profiled;     /* 1 if osd_op_s is the profile's */
     uint64_t size;       /* --size, 0: not given */
     unsigned stages;     /* --stages, selector.h's bits */
 };
@@ -197,6 +198,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
     a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
     a->policy = -1;
     a->client_speed = 1.0;
+    a->osd_op_s = SOPHON_SEL_OSD_OP_S;
     a->stages = SOPHON_STAGES_ALL;
     if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, plan_option, a, code) < 0)
         return -1;
@@ -242,7 +244,10 @@ static int load_records(struct plan_args *a, sophon_records **set)
         ds.records = NULL;
         a->budget.storage_speed = ds.storage_speed;
         a->client_speed = ds.client_speed;
-        a->osd_op_s = ds.osd_op_s;
+        if (ds.osd_op_s > 0) {
+            a->osd_op_s = ds.osd_op_s;
+            a->op_profiled = 1;
+        }
         sophon__dataset_free(&ds);
     }
     if (a->speed > 0)
@@ -295,9 +300,9 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
            "operation beyond the preparations, %s), %g client cores (speed %.2f), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
-           (a->osd_op_s > 0 ? a->osd_op_s : SOPHON_SEL_OSD_OP_S) * 1e3,
-           a->osd_op_s > 0 ? "profiled" : "built-in", b->client_cores, a->client_speed,
-           sophon_format_name(b->final_format), b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+           a->osd_op_s * 1e3, a->op_profiled ? "profiled" : "built-in", b->client_cores,
+           a->client_speed, sophon_format_name(b->final_format),
+           b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     /* As the loader plans its first epoch: the link's payload, the client at the profile's
      * speed, and the OSDs' CPU per operation (selector.h). */
     struct sophon_budget planned = *b;
@@ -383,9 +388,7 @@ int cmd_plan(int argc, char **argv)
     code = 1;
     if (load_records(&a, &set) < 0)
         goto done;
-    /* The OSDs' CPU per operation beyond the preparations as profiled, else the built-in one. */
-    double op_s = a.osd_op_s > 0 ? a.osd_op_s : SOPHON_SEL_OSD_OP_S;
-    if (sophon_records_add_osd_op(set, op_s * a.budget.storage_speed) < 0)
+    if (sophon_records_add_osd_op(set, a.osd_op_s * a.budget.storage_speed) < 0)
         goto done;
     print_plans(&a, set, &chosen);
     if (chosen == NULL) {
