@@ -27,9 +27,10 @@
 #             runs' last epoch and so the same work: an epoch's random crops can cost a tenth more
 #             to decode than another's (crop_work in epochs.csv, `sophon load`'s stats line), and
 #             the last over the first epoch holds that too.
-#   TRACES    1: each load's --trace and output into RESULTS/traces/DATASET-RATE-CAP-RUN-POLICY.{csv,txt},
-#             and the simulated epochs replayed from them (replay_epoch: the plan as planned and
-#             the run as it went) summed up at the end; default 0
+#   TRACES    1: each load's --trace and output into
+#             RESULTS/traces/DATASET-RATE-CAP-RUN-POLICY.{csv,txt}, and the simulated epochs
+#             replayed from them (replay_epoch: the plan as planned and the run as it went) summed
+#             up at the end; default 0
 #   PG_NUM    the data pool's placement groups (default 128, about 43 an OSD, as real clusters
 #             run ~100; vstart.sh's old default, 16, was 5 an OSD). A class call holds its PG,
 #             and a read in the PG of a preparation waits for all of it (BENCHMARKS.md): with 5
