@@ -118,13 +118,15 @@ struct plan_args {
     struct sophon_budget budget;
     const char *dataset, *records, *out_path;
     int have_net, have_storage, have_client;
-    int policy, compare; /* policy -1: not given */
-    double speed;        /* --storage-speed, 0: not given */
-    double client_speed; /* the profiling client's speed against the cost model (dataset.h) */
-    double osd_op_s;     /* the OSDs' CPU per operation: as profiled (dataset.h), else built-in */
-    int op_profiled;     /* 1 if osd_op_s is the profile's */
-    uint64_t size;       /* --size, 0: not given */
-    unsigned stages;     /* --stages, selector.h's bits */
+    int policy, compare;  /* policy -1: not given */
+    double speed;         /* --storage-speed, 0: not given */
+    double client_speed;  /* the profiling client's speed against the cost model (dataset.h) */
+    double osd_op_s;      /* the OSDs' CPU per operation: as profiled (dataset.h), else built-in */
+    int op_profiled;      /* 1 if osd_op_s is the profile's */
+    double client_byte_s; /* the client's (librados's) per byte received: the same */
+    int client_byte_profiled;
+    uint64_t size;   /* --size, 0: not given */
+    unsigned stages; /* --stages, selector.h's bits */
 };
 
 /* One option of sophon plan's own: 1 handled, 0 not one of them, -1 invalid (said why). */
@@ -199,6 +201,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
     a->policy = -1;
     a->client_speed = 1.0;
     a->osd_op_s = SOPHON_SEL_OSD_OP_S;
+    a->client_byte_s = SOPHON_SEL_CLIENT_BYTE_S;
     a->stages = SOPHON_STAGES_ALL;
     if (cli_parse_options(&a->c, argc, argv, "", longopts, usage, plan_option, a, code) < 0)
         return -1;
@@ -247,6 +250,10 @@ static int load_records(struct plan_args *a, sophon_records **set)
         if (ds.osd_op_s > 0) {
             a->osd_op_s = ds.osd_op_s;
             a->op_profiled = 1;
+        }
+        if (ds.client_byte_s > 0) {
+            a->client_byte_s = ds.client_byte_s;
+            a->client_byte_profiled = 1;
         }
         sophon__dataset_free(&ds);
     }
@@ -297,17 +304,20 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
     const struct sophon_budget *b = &a->budget;
 
     printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, %.2f ms an "
-           "operation beyond the preparations, %s), %g client cores (speed %.2f), %s output%s\n",
+           "operation beyond the preparations, %s), %g client cores (speed %.2f, %.2f ns a "
+           "byte in librados, %s), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
            a->osd_op_s * 1e3, a->op_profiled ? "profiled" : "built-in", b->client_cores,
-           a->client_speed, sophon_format_name(b->final_format),
+           a->client_speed, a->client_byte_s * 1e9,
+           a->client_byte_profiled ? "profiled" : "built-in", sophon_format_name(b->final_format),
            b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     /* As the loader plans its first epoch: the link's payload, the client at the profile's
-     * speed, and the OSDs' CPU per operation (selector.h). */
+     * speed, and the OSDs' and the client's CPU per operation (selector.h). */
     struct sophon_budget planned = *b;
     planned.bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
     planned.client_cores *= a->client_speed;
+    planned.client_byte_s = a->client_byte_s * a->client_speed;
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;

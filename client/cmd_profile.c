@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cpus.h"
 #include "dataset.h"
 #include "osd_cpu.h"
 #include "progress.h"
@@ -244,6 +245,7 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
 struct calibration {
     double storage_speed, client_speed;
     double osd_op_s; /* the OSDs' CPU per operation beyond the preparations; -1: not measured */
+    double client_byte_s; /* this client's (librados's messenger) per byte; -1: not measured */
     size_t measured;
     size_t passes;               /* passes over the measured objects */
     double client_lo, client_hi; /* the passes' least and greatest client speeds */
@@ -316,21 +318,26 @@ struct op_read {
  * them. One at a time an operation costs more (the threads wake for each): around the
  * calibration's passes, a preparation and a read an object, it came out 0.59 ms on the OI-like
  * objects where the loaders' epochs measured 0.31-0.44 ms. Seconds, or -1 where the OSDs did not
- * answer (a class before 0.3) or nothing was read.
+ * answer (a class before 0.3) or nothing was read. And this client's over the same reads, its
+ * librados messenger's threads' CPU per byte read, into *client_byte_s (-1 where not
+ * measured).
  */
-static double read_op_cost(struct cli *c, const struct item *items, const size_t *pick, size_t done)
+static double read_op_cost(struct cli *c, const struct item *items, const size_t *pick, size_t done,
+                           double *client_byte_s)
 {
     struct sophon__osds osds;
     struct op_read ops[OP_READS_AT_ONCE];
     const char *oids[SOPHON__OSDS_ASK_AT_ONCE];
-    size_t k = 0, reads = 0;
-    uint64_t cpu_ns;
+    size_t k = 0, reads = 0, read_bytes = 0;
+    uint64_t cpu_ns, msgr0, msgr1;
     double span;
+    *client_byte_s = -1;
     for (size_t j = 0; j < done && k < SOPHON__OSDS_ASK_AT_ONCE; j++)
         oids[k++] = items[pick[j]].name;
     /* Finding them starts the interval. */
     if (sophon__osds_find(&osds, c->io, oids, k) <= 0)
         return -1;
+    int msgr = sophon__threads_cpu_ns(SOPHON__MSGR_THREADS, &msgr0);
     for (size_t j = 0; j < done;) {
         size_t m = 0, bytes = 0;
         for (; j < done && m < OP_READS_AT_ONCE && (m == 0 || bytes < OP_READ_BYTES); j++) {
@@ -353,11 +360,16 @@ static double read_op_cost(struct cli *c, const struct item *items, const size_t
         }
         for (size_t i = 0; i < m; i++) {
             rados_aio_wait_for_complete(ops[i].c);
-            reads += rados_aio_get_return_value(ops[i].c) >= 0;
+            int got = rados_aio_get_return_value(ops[i].c);
+            reads += got >= 0;
+            read_bytes += got > 0 ? (size_t)got : 0;
             rados_aio_release(ops[i].c);
             free(ops[i].buf);
         }
     }
+    if (msgr == 0 && sophon__threads_cpu_ns(SOPHON__MSGR_THREADS, &msgr1) == 0 && read_bytes > 0 &&
+        msgr1 > msgr0)
+        *client_byte_s = (double)(msgr1 - msgr0) / 1e9 / (double)read_bytes;
     if (sophon__osds_sample(&osds, c->io, &cpu_ns, &span) < 0)
         return -1;
     return sophon__osd_op_estimate((double)cpu_ns / 1e9, 0, reads, 1);
@@ -382,7 +394,7 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
     size_t done = 0, step = n / (sample ? sample : 1), *pick = malloc((n ? n : 1) * sizeof(*pick));
     struct sophon_prep_params *params = malloc((n ? n : 1) * sizeof(*params));
     uint16_t wire = 0;
-    struct calibration k = {.osd_op_s = -1};
+    struct calibration k = {.osd_op_s = -1, .client_byte_s = -1};
     if (pick == NULL || params == NULL)
         goto out;
     if (step == 0)
@@ -424,7 +436,7 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
         if (j < done) /* an object gone meanwhile: the passes complete so far */
             break;
     }
-    k.osd_op_s = read_op_cost(c, items, pick, done);
+    k.osd_op_s = read_op_cost(c, items, pick, done, &k.client_byte_s);
     for (size_t q = 0; q < passes; q++) {
         if (!(osd[q] > 0 && local[q] > 0))
             goto out;
@@ -433,8 +445,9 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
     }
     qsort(sspeed, passes, sizeof(double), by_value);
     qsort(cspeed, passes, sizeof(double), by_value);
-    k = (struct calibration){sspeed[passes / 2], cspeed[passes / 2], k.osd_op_s, done, passes,
-                             cspeed[0],          cspeed[passes - 1]};
+    k = (struct calibration){
+        sspeed[passes / 2], cspeed[passes / 2], k.osd_op_s, k.client_byte_s, done, passes,
+        cspeed[0],          cspeed[passes - 1]};
 out:
     free(pick);
     free(params);
@@ -709,7 +722,7 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
         return;
     }
     r = sophon__index_write_profile(a->c.io, a->dataset, k.storage_speed, k.client_speed,
-                                    k.osd_op_s);
+                                    k.osd_op_s, k.client_byte_s);
     if (r < 0)
         cli_error(&a->c, "writing the calibration failed: %s", strerror(-r));
     printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; the cost "
@@ -725,6 +738,14 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
         printf("the OSDs' CPU per operation was not measured (a class before 0.3, or the OSDs "
                "did not answer): the plans count %.2f ms until a loader measures its own\n",
                SOPHON_SEL_OSD_OP_S * 1e3);
+    if (k.client_byte_s > 0)
+        printf("this client's librados spent %.2f ns a byte taking the responses in (the plans' "
+               "figure until a loader measures its own)\n",
+               k.client_byte_s * 1e9);
+    else
+        printf("this client's CPU per byte received was not measured (no librados messenger "
+               "threads found): the plans count %.2f ns until a loader measures its own\n",
+               SOPHON_SEL_CLIENT_BYTE_S * 1e9);
 }
 
 /* The whole profile of the dataset's objects (*items, *n: the caller frees them). Returns 0 or

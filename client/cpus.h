@@ -5,6 +5,8 @@
 #ifndef SOPHON_CPUS_H
 #define SOPHON_CPUS_H
 
+#include <stdint.h>
+
 /*
  * sophon__cgroup_cpu_quota - the CPU quota, in cores, of the cgroup a process's cgroup file
  * (proc_cgroup, as /proc/self/cgroup) names, under the cgroup file systems mounted at
@@ -17,5 +19,16 @@ double sophon__cgroup_cpu_quota(const char *proc_cgroup, const char *cgroup_root
 /* sophon__cpus_available - the CPUs of this process's affinity mask, capped by its cgroup's
  * quota (may be fractional, e.g. 0.5); at least something above 0. */
 double sophon__cpus_available(void);
+
+/*
+ * sophon__threads_cpu_ns - the CPU time, in nanoseconds, that this process's threads whose name
+ * (/proc/self/task/TID/comm) starts with `prefix` have used so far: "msgr-worker-" for
+ * librados's messenger, which sends the loader's requests and takes their responses in. Threads
+ * that ended are no longer counted. Returns 0, or -errno (no /proc).
+ */
+int sophon__threads_cpu_ns(const char *prefix, uint64_t *ns);
+
+/* The names of librados's messenger threads (Ceph's AsyncMessenger workers). */
+#define SOPHON__MSGR_THREADS "msgr-worker-"
 
 #endif

@@ -8,10 +8,11 @@
  *     r/OBJ     -> the object's record: one line of sophon-records CSV (selector.h), no header
  *     s/OBJ     -> "SIZE MTIME" of the object the record was made from (incremental profiles)
  *     @namespace -> the RADOS namespace `sophon put` stored the objects in ("" the default)
- *     @profile  -> "storage_speed=X\nclient_speed=Y\nosd_op_s=Z\n": the speeds at which an OSD
- *                  core and the profiling client ran the cost model's CPU on a sample (model s /
- *                  measured s), and the OSDs' CPU per operation beyond the preparations over it
- *                  (osd_cpu.h; the line is left out where it could not be measured)
+ *     @profile  -> "storage_speed=X\nclient_speed=Y\nosd_op_s=Z\nclient_byte_s=W\n": the speeds
+ *                  at which an OSD core and the profiling client ran the cost model's CPU on a
+ *                  sample (model s / measured s), the OSDs' CPU per operation beyond the
+ *                  preparations over it (osd_cpu.h) and the client's per byte received
+ *                  (librados's messenger; the last two lines left out where not measured)
  * Every client of the dataset reads the same index, so records made once serve all of them.
  */
 #ifndef SOPHON_DATASET_H
@@ -37,6 +38,8 @@ struct sophon_dataset {
     double client_speed;  /* the profiling client's against it; 1: not calibrated (before 0.3) */
     double osd_op_s;      /* the OSDs' CPU per operation beyond the preparations, OSD seconds,
                            * as profiled; 0: not measured (an older profile, or no answer) */
+    double client_byte_s; /* the client's (librados's messenger) per byte received, as
+                           * profiled; 0: not measured */
 };
 
 /* An entry to write into an index: any of label, record, stamp may be NULL / 0. */
@@ -76,9 +79,10 @@ int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const c
                                   char *err, size_t errlen);
 
 /* Writes the profile's calibration: the speeds of an OSD core and of this client against the
- * cost model. */
+ * cost model, the OSDs' CPU per operation and this client's per byte (each left out where
+ * <= 0). */
 int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed, double osd_op_s);
+                                double client_speed, double osd_op_s, double client_byte_s);
 
 /*
  * Reads what the index holds. members (o/ keys) and stamps (s/ keys) come back as parallel

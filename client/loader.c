@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpus.h"
 #include "cross_checks.h"
 #include "dataset.h"
 #include "epoch_order.h"
@@ -189,6 +190,18 @@ struct sophon_loader {
     uint64_t op_count;
     double osd_op_s;
     int osd_op_measured;
+    /* The client's CPU per byte received beyond the preparations (librados's messenger threads,
+     * SOPHON__MSGR_THREADS, taking the responses in) the plans count, in this client's
+     * seconds: over the epochs so far (msgr_s over msgr_bytes), else as the profile
+     * measured it, else SOPHON_SEL_CLIENT_BYTE_S; client_byte_measured says which (sophon.h). The
+     * threads' CPU at the epoch's start (msgr_ok 0: it could not be read), and the plan's figure
+     * in the cost model's seconds (client_byte_s times the client speed: the budget's). */
+    uint64_t msgr_ns0;
+    int msgr_ok;
+    double msgr_s;
+    uint64_t msgr_bytes;
+    double client_byte_s, plan_client_byte_s;
+    int client_byte_measured;
 };
 
 static double now_s(void)
@@ -436,7 +449,9 @@ static int control_demotes(struct sophon_loader *l, const struct slot *s,
         .cover_bytes = l->inflight_bytes + l->cum_bytes[end] - l->cum_bytes[s->pos + 1],
         .planned_bytes = l->plan->bytes[s->index],
         .stored_bytes = rec->stored_bytes,
-        .extra_client_s = fmax(0, stored_client - l->plan->client_cpu_s[s->index]),
+        .extra_client_s =
+            fmax(0, stored_client + (double)rec->stored_bytes * l->plan_client_byte_s -
+                        l->plan->client_cpu_s[s->index]),
     };
     return sophon__control_demote(&in);
 }
@@ -1289,6 +1304,26 @@ static void osd_interval_end(struct sophon_loader *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Ends the epoch's interval of the messenger threads' CPU after its last batch (mu not held):
+ * st.client_msgr_ns, and the epoch in the sums the next plans take the client's CPU per
+ * operation from. */
+static void msgr_interval_end(struct sophon_loader *l)
+{
+    uint64_t ns, ns0;
+    pthread_mutex_lock(&l->mu);
+    int ok = l->msgr_ok;
+    l->msgr_ok = 0;
+    ns0 = l->msgr_ns0;
+    pthread_mutex_unlock(&l->mu);
+    if (!ok || sophon__threads_cpu_ns(SOPHON__MSGR_THREADS, &ns) < 0 || ns < ns0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->st.client_msgr_ns = ns - ns0;
+    l->msgr_s += (double)(ns - ns0) / 1e9;
+    l->msgr_bytes += l->st.bytes_received;
+    pthread_mutex_unlock(&l->mu);
+}
+
 /*
  * The stages the plan may choose: the options' (all by default), without the crop stage where
  * the class does not make crops (wire format 3).
@@ -1550,6 +1585,9 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
      * the OSDs are measured (with budgets to measure, at open; else over the epochs). */
     l->osd_op_s = l->ds.osd_op_s > 0 ? l->ds.osd_op_s : SOPHON_SEL_OSD_OP_S;
     l->osd_op_measured = l->ds.osd_op_s > 0 ? 2 : 0;
+    /* And the client's, until the epochs measure it. */
+    l->client_byte_s = l->ds.client_byte_s > 0 ? l->ds.client_byte_s : SOPHON_SEL_CLIENT_BYTE_S;
+    l->client_byte_measured = l->ds.client_byte_s > 0 ? 2 : 0;
     /* The profile's speeds against the cost model until the epochs measure this client's and the
      * OSDs' own. */
     l->storage_speed = l->ds.storage_speed;
@@ -1915,6 +1953,11 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
         l->storage_speed = l->storage_model_s / l->storage_meas_s;
     if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
         l->client_speed = l->client_model_s / l->client_meas_s;
+    if (!l->o.no_adapt && l->msgr_bytes > 0 && l->msgr_s > 0) {
+        l->client_byte_s = l->msgr_s / (double)l->msgr_bytes;
+        l->client_byte_measured = 1;
+    }
+    l->msgr_ok = sophon__threads_cpu_ns(SOPHON__MSGR_THREADS, &l->msgr_ns0) == 0;
     /* One plan for the whole job, the same in every rank: each of the world ranks has its own
      * link and client cores (the options give one rank's), and all of them share the OSDs'
      * cores. Each rank then takes its shard of that plan. */
@@ -1925,6 +1968,7 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     budget.storage_cores = l->o.storage_cores;
     budget.storage_speed = l->storage_speed;
     budget.client_cores = l->o.client_cores * l->client_speed * l->o.world;
+    budget.client_byte_s = l->plan_client_byte_s = l->client_byte_s * l->client_speed;
     budget.final_format = l->o.format; /* the same values (cross_checks.h) */
     budget.policy = l->policy;
     l->seed = seed;
@@ -1991,6 +2035,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.measure_bytes = l->measure_bytes;
     l->st.osd_op_s = l->osd_op_s;
     l->st.osd_op_measured = l->osd_op_measured;
+    l->st.client_byte_s = l->client_byte_s;
+    l->st.client_byte_measured = l->client_byte_measured;
     l->t0 = now_s();
     l->running = 1;
     pthread_cond_signal(&l->cv_disp);
@@ -2078,8 +2124,10 @@ int sophon_loader_next(const struct sophon_batch **out, sophon_loader *l)
     /* The batch's slots stay as they are until the next call releases them. */
     if (l->o.trace != NULL)
         trace_batch(l, epoch, first, n, t);
-    if (last)
+    if (last) {
         osd_interval_end(l);
+        msgr_interval_end(l);
+    }
     return 1;
 }
 

@@ -27,9 +27,17 @@ int sophon_policy_from_name(const char *name)
     return sophon__index_of(policy_names, SOPHON_POLICY_COUNT, name);
 }
 
+/* The budget's client CPU per byte received (version 2 on), 0 where the client has no cores. */
+static double client_byte(const struct sophon_budget *b)
+{
+    return b->version >= 2 && b->client_cores > 0 ? b->client_byte_s : 0.0;
+}
+
 static int budget_ok(const struct sophon_budget *b)
 {
-    return b->version == SOPHON_BUDGET_VERSION && isfinite(b->bandwidth_Bps) &&
+    if (b->version >= 2 && !(isfinite(b->client_byte_s) && b->client_byte_s >= 0))
+        return 0;
+    return b->version >= 1 && b->version <= SOPHON_BUDGET_VERSION && isfinite(b->bandwidth_Bps) &&
            b->bandwidth_Bps > 0 && b->storage_cores >= 0 && b->storage_speed > 0 &&
            b->client_cores >= 0 && b->gpu_samples_per_s >= 0 && !isnan(b->gpu_samples_per_s) &&
            (b->final_format == SOPHON_FINAL_U8 || b->final_format == SOPHON_FINAL_F32) &&
@@ -57,13 +65,14 @@ static int stage_valid(const struct sophon_record *rec, const struct sophon_budg
 }
 
 /* Client CPU of stage s for the budget's final format: the record's f32 figure minus the u8 ->
- * f32 tail that a u8 format does not run (the tail is common to every stage up to U8). */
+ * f32 tail that a u8 format does not run (the tail is common to every stage up to U8), and
+ * taking its bytes in. */
 static double client_cpu(const struct sophon_record *rec, const struct sophon_budget *b, int s)
 {
     double c = rec->stage[s].client_cpu_s;
     if (b->final_format == SOPHON_FINAL_U8)
         c = fmax(0.0, c - rec->stage[SOPHON_STAGE_U8].client_cpu_s);
-    return c;
+    return c + (double)rec->stage[s].bytes * client_byte(b);
 }
 
 static double storage_capacity(const struct sophon_budget *b)

@@ -253,8 +253,8 @@ struct sophon_batch {
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
  * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU, 6
- * ahead, 7 crop_work, 8 window. */
-#define SOPHON_LOADER_STATS_VERSION 8
+ * ahead, 7 crop_work, 8 window, 9 the client's CPU per byte. */
+#define SOPHON_LOADER_STATS_VERSION 9
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -319,6 +319,16 @@ struct sophon_loader_stats {
     /* Version 8. */
     unsigned window; /* the operations this epoch had in flight at most: the options' window,
                       * or as the loader chose it (see there) */
+    /* Version 9. */
+    double client_byte_s; /* this client's CPU per byte received beyond the preparations
+                           * that the plan counted (librados's messenger threads taking the
+                           * responses in; seconds on one of the client's cores: the budget's
+                           * client cores cover them too): measured over the epochs before
+                           * (client_byte_measured 1), as `sophon profile` measured it (2),
+                           * else a built-in figure (0) */
+    int client_byte_measured;
+    uint64_t client_msgr_ns; /* the messenger threads' CPU over this epoch; 0 until its last
+                              * batch, or where it could not be read */
 };
 
 /* clang-format off */

@@ -251,12 +251,17 @@ struct sophon_cost_model {
  * (client/osd_cpu.h) and plans with this only until it has (its first epoch when the budgets
  * are given) or where the OSDs' class cannot tell (before 0.3); `sophon plan` always does; and the
  * share of a link's rate that carries payload (TCP over IPv4 with timestamps on a 1500-byte MTU:
- * 1448 bytes of every 1514 the link shapes). */
-#define SOPHON_SEL_OSD_OP_S     0.00024
-#define SOPHON_SEL_LINK_PAYLOAD (1448.0 / 1514.0)
-#define SOPHON_SEL_CROP_SHARE   0.45
-#define SOPHON_SEL_CROP_OSD     1.3
-#define SOPHON_SEL_CROP_CLIENT  0.7
+ * 1448 bytes of every 1514 the link shapes). SOPHON_SEL_CLIENT_BYTE_S is the client's CPU per
+ * byte received (librados's messenger threads taking the responses in: the socket's copies and
+ * the messages' checksums), what the testbed's loaders and profiles measured (1.8-2.0 ns,
+ * BENCHMARKS.md) and the loader plans with until it has measured its own (the budget's
+ * client_byte_s). */
+#define SOPHON_SEL_OSD_OP_S      0.00024
+#define SOPHON_SEL_CLIENT_BYTE_S 2e-9
+#define SOPHON_SEL_LINK_PAYLOAD  (1448.0 / 1514.0)
+#define SOPHON_SEL_CROP_SHARE    0.45
+#define SOPHON_SEL_CROP_OSD      1.3
+#define SOPHON_SEL_CROP_CLIENT   0.7
 extern const struct sophon_cost_model sophon_cost_model_default;
 
 /*
@@ -331,12 +336,20 @@ struct sophon_budget {
     double gpu_samples_per_s; /* training throughput; 0 = unlimited */
     int final_format;         /* enum sophon_final_format */
     int policy;               /* enum sophon_policy */
+    /* Version 2. */
+    double client_byte_s; /* client CPU seconds (reference core, as client_cpu_s) per byte
+                           * received, beyond preparing the samples: librados's messenger
+                           * taking the responses in. Every stage pays it for its bytes; not
+                           * counted where client_cores is 0 (as plain reads' OSD CPU is not
+                           * where storage_cores is) */
 };
 
-#define SOPHON_BUDGET_VERSION 1
+/* Versions of struct sophon_budget: 1 the first, 2 appends client_byte_s (0 in version 1). */
+#define SOPHON_BUDGET_VERSION 2
 #define SOPHON_BUDGET_INIT                                                                         \
     {                                                                                              \
-        SOPHON_BUDGET_VERSION, 500e6 / 8, 8, 1.0, 32, 0, SOPHON_FINAL_F32, SOPHON_POLICY_SELECTIVE \
+        SOPHON_BUDGET_VERSION, 500e6 / 8, 8, 1.0, 32, 0, SOPHON_FINAL_F32,                         \
+            SOPHON_POLICY_SELECTIVE, 0                                                             \
     }
 
 /*

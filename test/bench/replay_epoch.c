@@ -32,6 +32,7 @@
 struct epoch {
     int seen;
     double seconds, model_s, link_mbit, osd_cores, op_s;
+    double msgr_byte_s; /* the client's messenger's CPU per byte as measured (0: not known) */
     int link_measured;
     unsigned window, prefetch;
 };
@@ -81,6 +82,8 @@ static int read_output(const char *path, struct epoch *ep, unsigned *batch, unsi
         x->link_measured = stat(line, "link_measured") > 0;
         x->osd_cores = stat(line, "osd_cores");
         x->op_s = stat(line, "osd_op_ms") / 1e3;
+        double msgr = stat(line, "msgr_cpu"), bytes = stat(line, "bytes");
+        x->msgr_byte_s = msgr > 0 && bytes > 0 ? msgr / bytes : 0;
         x->window = (unsigned)stat(line, "window");
         x->prefetch = (unsigned)stat(line, "prefetch");
     }
@@ -171,10 +174,12 @@ static double replay(const struct row *rows, size_t n, const struct epoch *x,
         /* A preparation's planned CPU holds the CPU per operation; its measured one is the
          * class's, without it. */
         double osd_s = stored ? x->op_s : actual ? r->osd_s + x->op_s : r->planned_osd_s;
+        /* So does the client's (librados's); its measured one is the workers', without it. */
+        double client_s = actual ? r->client_s + r->bytes * x->msgr_byte_s : r->planned_client_s;
         s[i] = (struct sophon__sim_sample){
             .bytes = actual ? r->bytes : r->planned_bytes,
             .osd_s = osd_s,
-            .client_s = actual ? r->client_s : r->planned_client_s,
+            .client_s = client_s,
             .ahead = !stored,
             .conn = sophon__sim_conn(r->index),
         };

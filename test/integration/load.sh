@@ -98,7 +98,7 @@ for net in 20Mbit 100Mbit 10Gbit; do
         ok "at $net the loader keeps $got operations in flight (median object $median bytes), the epoch none's" ||
         bad "at $net: window $got, expected $want (median object $median bytes), or the epoch differs"
 done
-grep -q ' window=8$' "$work/ahead-8.log" && ok "--window 8 is kept" ||
+grep -q ' window=8 ' "$work/ahead-8.log" && ok "--window 8 is kept" ||
     bad "--window 8: $(grep -o ' window=[0-9]*' "$work/ahead-8.log")"
 
 # Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used

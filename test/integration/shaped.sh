@@ -483,6 +483,14 @@ mode_measure() {
     grep -q '^stats: .* epoch=1 .* osd_op_ms=[0-9.]* osd_op_measured=1' "$work/given.log" &&
         ok "epoch 1 planned with the CPU per operation epoch 0 measured: $(grep -o 'epoch=1 .*' "$work/given.log" | grep -o 'osd_op_ms=[0-9.]*')" ||
         bad "epoch 1 did not plan with a measured CPU per operation: $(grep '^stats:' "$work/given.log")"
+    # And with the client's CPU per byte received that epoch 0's librados threads spent: some,
+    # under 100 ns (1.6-2.2 on the testbed).
+    local byte_ns
+    byte_ns=$(grep '^stats: .* epoch=1 ' "$work/given.log" | grep -o ' client_byte_ns=[0-9.]*' | cut -d= -f2)
+    grep -q '^stats: .* epoch=1 .* client_byte_measured=1 msgr_cpu=[0-9.]*' "$work/given.log" &&
+        awk -v b="$byte_ns" 'BEGIN {exit !(b > 0 && b <= 100)}' &&
+        ok "epoch 1 planned with the client's CPU per byte epoch 0 measured: $byte_ns ns" ||
+        bad "epoch 1 did not plan with a measured CPU per byte: $(grep '^stats:' "$work/given.log")"
     # Under a tight cap the OSDs serve a few hundred reads a second whatever their size: the
     # measurement reads the larger objects, so that the link, not the OSDs' CPU, limits it.
     start --osds 1 --net 500Mbit --osd-cores 0.1

@@ -3,8 +3,10 @@
  * every known version accepted with that version's meaning, newer ones refused, a real 0 kept,
  * the budget sentinel resolved; statistics copied by version. No cluster needed.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -136,6 +139,62 @@ static void test_cgroup_quota(void **state)
     assert_true(sophon__cpus_available() > 0);
     snprintf(cg, sizeof(cg), "rm -rf '%s'", root);
     assert_int_equal(system(cg), 0);
+}
+
+/* Two threads named as librados's messenger names its own, each burning CPU and then holding. */
+struct burner {
+    pthread_barrier_t *hold;
+    uint64_t ns; /* its own CPU when it started holding */
+};
+
+static uint64_t own_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *burn(void *arg)
+{
+    struct burner *b = arg;
+    volatile double x = 0;
+    pthread_setname_np(pthread_self(), "test-burn-w");
+    while (own_cpu_ns() < 30000000u)
+        for (int i = 0; i < 100000; i++)
+            x += i;
+    b->ns = own_cpu_ns();
+    pthread_barrier_wait(b->hold); /* burnt */
+    pthread_barrier_wait(b->hold); /* measured */
+    return NULL;
+}
+
+/* sophon__threads_cpu_ns: the CPU of the threads of that name, nanoseconds, and none of others'. */
+static void test_threads_cpu(void **state)
+{
+    (void)state;
+    pthread_barrier_t hold;
+    pthread_t t[2];
+    struct burner b[2];
+    uint64_t ns, none;
+    assert_int_equal(pthread_barrier_init(&hold, NULL, 3), 0);
+    for (int k = 0; k < 2; k++) {
+        b[k].hold = &hold;
+        assert_int_equal(pthread_create(&t[k], NULL, burn, &b[k]), 0);
+    }
+    pthread_barrier_wait(&hold);
+    assert_int_equal(sophon__threads_cpu_ns("test-burn-", &ns), 0);
+    assert_int_equal(sophon__threads_cpu_ns("no-such-thread-", &none), 0);
+    pthread_barrier_wait(&hold);
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(pthread_join(t[k], NULL), 0);
+    pthread_barrier_destroy(&hold);
+    /* At least what they had burnt, and not much more (a second: valgrind serializes them). */
+    assert_true(ns >= b[0].ns + b[1].ns);
+    assert_true(ns < b[0].ns + b[1].ns + 1000000000u);
+    assert_true(none == 0);
+    /* Ended threads no longer count. */
+    assert_int_equal(sophon__threads_cpu_ns("test-burn-", &ns), 0);
+    assert_true(ns == 0);
 }
 
 /* A 0 where 0 means nothing is refused, not silently replaced; so is any value out of range. */
@@ -361,8 +420,13 @@ static void test_stats_versions(void **state)
     assert_true(out.crop_work == 1.25);
     assert_int_equal(out.window, 0xababababu); /* version 8's */
     out.version = 8;
+    src.client_msgr_ns = 29;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.window, 83);
+    assert_int_equal(out.client_msgr_ns, 0xababababababababull); /* version 9's */
+    out.version = 9;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.client_msgr_ns, 29);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;
@@ -413,7 +477,7 @@ int main(void)
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_real_zero),
         cmocka_unit_test(test_refused),        cmocka_unit_test(test_versions),
         cmocka_unit_test(test_stats_versions), cmocka_unit_test(test_cgroup_quota),
-        cmocka_unit_test(test_rate_estimate),
+        cmocka_unit_test(test_rate_estimate),  cmocka_unit_test(test_threads_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

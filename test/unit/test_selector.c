@@ -396,6 +396,7 @@ static double exhaustive(const sophon_records *set, const struct sophon_budget *
             double c = r->stage[st[i]].client_cpu_s;
             if (b->final_format == SOPHON_FINAL_U8)
                 c = fmax(0, c - r->stage[SOPHON_STAGE_U8].client_cpu_s);
+            c += (double)r->stage[st[i]].bytes * b->client_byte_s;
             bytes += (double)r->stage[st[i]].bytes;
             sc += r->stage[st[i]].storage_cpu_s;
             cc += c;
@@ -604,6 +605,77 @@ static void osd_operations_counted(void **state)
         sophon_records *small = random_set(n);
         struct sophon_budget bb = random_budget(small);
         assert_int_equal(sophon_records_add_osd_op(small, uniform(0, 4e-3)), 0);
+        uint8_t opt_stage[16];
+        double opt = exhaustive(small, &bb, opt_stage);
+        struct sophon_plan *p = plan(small, &bb, SOPHON_POLICY_SELECTIVE);
+        assert_true(p->epoch_s >= opt * (1 - 1e-9));
+        assert_true(p->lower_bound_s <= opt * (1 + 1e-9));
+        assert_true(p->epoch_s <= p->lp_s + p->rounding_bound_s + 1e-9 * opt);
+        sophon_plan_free(p);
+        sophon_records_free(small);
+    }
+}
+
+/* The client's CPU per byte received (the budget's client_byte_s, version 2): every sample pays
+ * it for its stage's bytes, in either format; a version-1 budget and a client without cores
+ * count none; the planner stays optimal with it. */
+static void client_bytes_counted(void **state)
+{
+    (void)state;
+    rng_state = 31;
+    sophon_records *set = random_set(120);
+    struct sophon_budget b = random_budget(set);
+    for (int f = SOPHON_FINAL_U8; f <= SOPHON_FINAL_F32; f++) {
+        b.final_format = f;
+        for (int q = 0; q < SOPHON_POLICY_COUNT; q++) {
+            if (q == SOPHON_POLICY_ALL && f == SOPHON_FINAL_U8)
+                continue;
+            struct sophon_budget with = b, old = b;
+            b.client_byte_s = 0;
+            with.client_byte_s = 2e-9;
+            old.version = 1;
+            old.client_byte_s = 5; /* not a field of version 1: ignored */
+            struct sophon_plan *p0 = plan(set, &b, q), *p1 = NULL, *pv1 = plan(set, &old, q);
+            struct sophon_budget fixed = with;
+            fixed.policy = q;
+            assert_int_equal(sophon_plan_evaluate(&p1, set, &fixed, p0->stage), 0);
+            for (size_t i = 0; i < p0->n; i++) {
+                double taking = (double)p0->bytes[i] * 2e-9;
+                assert_true(taking > 0);
+                assert_true(fabs(p1->client_cpu_s[i] - p0->client_cpu_s[i] - taking) <
+                            1e-9 * p1->client_cpu_s[i]);
+                assert_true(pv1->client_cpu_s[i] == p0->client_cpu_s[i]);
+            }
+            assert_true(fabs(p1->client_s - p0->client_s -
+                             (double)p0->total_bytes * 2e-9 / b.client_cores) <
+                        1e-9 * p1->client_s);
+            sophon_plan_free(p0);
+            sophon_plan_free(p1);
+            sophon_plan_free(pv1);
+        }
+    }
+    /* Out of range. */
+    struct sophon_plan *pl = NULL;
+    struct sophon_budget bad = b;
+    bad.client_byte_s = -1e-9;
+    assert_int_equal(sophon_plan_make(&pl, set, &bad), -EINVAL);
+    bad.client_byte_s = NAN;
+    assert_int_equal(sophon_plan_make(&pl, set, &bad), -EINVAL);
+    /* No client cores: everything prepared in the OSDs, the bytes not the client's to count. */
+    struct sophon_budget osd_only = b;
+    osd_only.client_cores = 0;
+    osd_only.client_byte_s = 2e-9;
+    pl = plan(set, &osd_only, SOPHON_POLICY_SELECTIVE);
+    assert_true(pl->client_s == 0 && isfinite(pl->epoch_s));
+    sophon_plan_free(pl);
+    sophon_records_free(set);
+
+    /* The optimum, or within the proven bound of it, on small random sets. */
+    rng_state = 37;
+    for (int k = 0; k < 80; k++) {
+        sophon_records *small = random_set(1 + (size_t)k % 10);
+        struct sophon_budget bb = random_budget(small);
+        bb.client_byte_s = uniform(0, 1e-8); /* up to 9 ms an object: as much as a decode */
         uint8_t opt_stage[16];
         double opt = exhaustive(small, &bb, opt_stage);
         struct sophon_plan *p = plan(small, &bb, SOPHON_POLICY_SELECTIVE);
@@ -876,6 +948,7 @@ int main(void)
         cmocka_unit_test(selective_never_worse),
         cmocka_unit_test(budget_and_policy_rules),
         cmocka_unit_test(osd_operations_counted),
+        cmocka_unit_test(client_bytes_counted),
         cmocka_unit_test(scale_box),
         cmocka_unit_test(cost_model_box),
         cmocka_unit_test(scale_storage),
