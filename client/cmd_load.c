@@ -56,8 +56,9 @@ static const char usage[] =
     "                          opens, reading objects as stored for 2 s or 48 MB)\n"
     "      --storage-cores N   OSD cores the plan may use (default: measured when the loader\n"
     "                          opens, preparing sampled objects in the OSDs for 1.5 s)\n"
-    "      --client-cores N    client cores the plan assumes, for the workers and librados\n"
-    "                          (default: measured, the threads on the CPU this process may use)\n"
+    "      --client-cores N    client cores the plan assumes for the workers, and for librados\n"
+    "                          where the process may use no more (default: measured, the\n"
+    "                          threads on the CPU this process may use)\n"
     "      --retries N         retries of a failed operation before the local path (default 4)\n"
     "      --backoff-ms MS     first retry's delay, doubled each time (default 100)\n"
     "      --op-timeout S      librados operation timeout in seconds (default 30)\n"
@@ -229,10 +230,12 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
         printf(", %.2f s in all", (double)st->osd_process_ns / 1e9);
     printf(" (planned with %.2f ms an operation beyond the preparations, %s)\n", st->osd_op_s * 1e3,
            figure_source(st->osd_op_measured));
-    printf("  librados %.2f s (%.2f ns a byte received; planned with %.2f ns, %s)\n",
+    printf("  librados %.2f s (%.2f ns a byte received; %.2f ns, %s, %s)\n",
            (double)st->client_msgr_ns / 1e9,
            st->bytes_received ? (double)st->client_msgr_ns / (double)st->bytes_received : 0.0,
-           st->client_byte_s * 1e9, figure_source(st->client_byte_measured));
+           st->client_byte_s * 1e9, figure_source(st->client_byte_measured),
+           st->client_byte_counted ? "counted against the client's cores (no core beyond them)"
+                                   : "not counted: it runs on a core beyond the client's");
     /* One line for scripts. */
     printf("stats: policy=%s epoch=%llu samples=%llu failed=%llu bytes=%llu predicted=%llu "
            "offloaded=%llu retries=%llu fallbacks=%llu seconds=%.3f client_cpu=%.3f "
@@ -240,7 +243,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            "predicted_crop=%llu link_mbit=%.2f link_measured=%d osd_cores=%.3f "
            "osd_cores_measured=%d demoted=%llu prefetch=%u osd_process=%.3f osd_op_ms=%.4f "
            "osd_op_measured=%d ahead=%llu clock_start=%.3f clock_end=%.3f crop_work=%.4f "
-           "window=%u client_byte_ns=%.4f client_byte_measured=%d msgr_cpu=%.3f\n",
+           "window=%u client_byte_ns=%.4f client_byte_measured=%d client_byte_counted=%d "
+           "msgr_cpu=%.3f\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -252,7 +256,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (unsigned long long)st->demoted, st->prefetch, (double)st->osd_process_ns / 1e9,
            st->osd_op_s * 1e3, st->osd_op_measured, (unsigned long long)st->ahead, t0, t1,
            st->crop_work, st->window, st->client_byte_s * 1e9, st->client_byte_measured,
-           (double)st->client_msgr_ns / 1e9);
+           st->client_byte_counted, (double)st->client_msgr_ns / 1e9);
 }
 
 enum {

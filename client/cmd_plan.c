@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cpus.h"
 #include "sophon_config.h"
 #include "cross_checks.h"
 #include "dataset.h"
@@ -303,21 +304,26 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
 {
     const struct sophon_budget *b = &a->budget;
 
+    /* The client's CPU per byte is counted where a loader here could not run librados on a
+     * core beyond the client's (loader.c). */
+    int byte_counted = sophon__cpus_available() < b->client_cores + 1;
     printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, %.2f ms an "
            "operation beyond the preparations, %s), %g client cores (speed %.2f, %.2f ns a "
-           "byte in librados, %s), %s output%s\n",
+           "byte in librados, %s, %s), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
            a->osd_op_s * 1e3, a->op_profiled ? "profiled" : "built-in", b->client_cores,
            a->client_speed, a->client_byte_s * 1e9,
-           a->client_byte_profiled ? "profiled" : "built-in", sophon_format_name(b->final_format),
-           b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
+           a->client_byte_profiled ? "profiled" : "built-in",
+           byte_counted ? "counted: no core beyond them" : "not counted: a core to spare",
+           sophon_format_name(b->final_format), b->gpu_samples_per_s > 0 ? ", GPU-bound" : "");
     /* As the loader plans its first epoch: the link's payload, the client at the profile's
-     * speed, and the OSDs' and the client's CPU per operation (selector.h). */
+     * speed, the OSDs' CPU per operation and the client's per byte (selector.h). */
     struct sophon_budget planned = *b;
     planned.bandwidth_Bps *= SOPHON_SEL_LINK_PAYLOAD;
     planned.client_cores *= a->client_speed;
-    planned.client_byte_s = a->client_byte_s * a->client_speed;
+    if (byte_counted)
+        planned.client_byte_s = a->client_byte_s * a->client_speed;
     printf("%-10s %10s %9s %10s %9s %9s %10s\n", "policy", "GB sent", "net s", "storage s",
            "client s", "epoch s", "offloaded");
     *chosen = NULL;

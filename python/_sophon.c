@@ -718,6 +718,8 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
         dict_set(d, "osd_cpu_s", PyFloat_FromDouble((double)st.osd_cpu_ns / 1e9)) < 0 ||
         dict_set(d, "osd_process_s", PyFloat_FromDouble((double)st.osd_process_ns / 1e9)) < 0 ||
         dict_set(d, "osd_op_s", PyFloat_FromDouble(st.osd_op_s)) < 0 ||
+        dict_set(d, "client_byte_s", PyFloat_FromDouble(st.client_byte_s)) < 0 ||
+        dict_set(d, "msgr_cpu_s", PyFloat_FromDouble((double)st.client_msgr_ns / 1e9)) < 0 ||
         dict_set(d, "predicted_bytes", PyLong_FromUnsignedLongLong(st.predicted_bytes)) < 0 ||
         dict_set(d, "predicted_epoch_s", PyFloat_FromDouble(st.predicted_epoch_s)) < 0 ||
         dict_set(d, "storage_speed", PyFloat_FromDouble(st.storage_speed)) < 0 ||

@@ -322,11 +322,15 @@ struct sophon_loader_stats {
     /* Version 9. */
     double client_byte_s; /* this client's CPU per byte received beyond the preparations
                            * that the plan counted (librados's messenger threads taking the
-                           * responses in; seconds on one of the client's cores: the budget's
-                           * client cores cover them too): measured over the epochs before
+                           * responses in; seconds on one of the client's cores, counted against
+                           * them where client_byte_counted): measured over the epochs before
                            * (client_byte_measured 1), as `sophon profile` measured it (2),
                            * else a built-in figure (0) */
     int client_byte_measured;
+    int client_byte_counted; /* 1 if the plan counted client_byte_s against the client's cores:
+                              * the process may not use a core beyond them (its affinity and
+                              * CPU quota), so its librados waits for the workers' cores; 0
+                              * where it runs beside them */
     uint64_t client_msgr_ns; /* the messenger threads' CPU over this epoch; 0 until its last
                               * batch, or where it could not be read */
 };

@@ -211,7 +211,10 @@ class Loader:
         prefetch (the ring's depth this epoch), window (its operations in flight at most),
         elapsed_s, client_cpu_s, osd_cpu_s (the preparations'), osd_process_s (the OSD
         processes' whole CPU over the epoch, this rank's share), osd_op_s (their CPU per
-        operation beyond the preparations, as the plan counted it), the plan's predicted_bytes,
+        operation beyond the preparations, as the plan counted it), msgr_cpu_s (this client's
+        librados messenger threads' CPU over the epoch, taking the responses in) and
+        client_byte_s (their CPU per byte received, as the plan counted it against the client's
+        cores), the plan's predicted_bytes,
         predicted_epoch_s, crop_work (decoding this epoch's random crops against the mean
         crop's: above 1, every plan that decodes them takes longer), ..."""
         return self._l.stats()

@@ -101,6 +101,24 @@ done
 grep -q ' window=8 ' "$work/ahead-8.log" && ok "--window 8 is kept" ||
     bad "--window 8: $(grep -o ' window=[0-9]*' "$work/ahead-8.log")"
 
+# The client's librados: its CPU over the epoch is measured, and counted against the client's
+# cores only where the process has no core beyond them (taskset to one CPU, --client-cores 1).
+"$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard --epochs 2 \
+    --client-cores 1 >"$work/byte-one.log" 2>&1 || die "load --client-cores 1 failed"
+taskset -c 0 "$sophon" load --id sophon -p "$pool" --dataset "$ds" --policy none --discard \
+    --client-cores 1 >"$work/byte-pinned.log" 2>&1 || die "load under taskset failed"
+grep -q '^stats: .* epoch=1 .* client_byte_measured=1 client_byte_counted=[01] ' \
+    "$work/byte-one.log" && ok "librados's CPU is measured each epoch and planned with the next" ||
+    bad "librados's CPU: $(grep '^stats:' "$work/byte-one.log")"
+grep -q ' client_byte_counted=1 ' "$work/byte-pinned.log" &&
+    ok "on one CPU with --client-cores 1 it is counted against the client's cores" ||
+    bad "pinned: $(grep '^stats:' "$work/byte-pinned.log")"
+if [ "$(nproc)" -ge 2 ]; then
+    grep -q ' client_byte_counted=0 ' "$work/byte-one.log" &&
+        ok "with a CPU to spare beyond --client-cores 1 it is not" ||
+        bad "unpinned: $(grep '^stats:' "$work/byte-one.log")"
+fi
+
 # Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used
 # where it is allowed (oracle: fewest bytes) and never where it is not.
 for st in stored,u8 stored,crop crop,u8,f32 stored,crop,u8,f32; do

@@ -487,7 +487,7 @@ mode_measure() {
     # under 100 ns (1.6-2.2 on the testbed).
     local byte_ns
     byte_ns=$(grep '^stats: .* epoch=1 ' "$work/given.log" | grep -o ' client_byte_ns=[0-9.]*' | cut -d= -f2)
-    grep -q '^stats: .* epoch=1 .* client_byte_measured=1 msgr_cpu=[0-9.]*' "$work/given.log" &&
+    grep -q '^stats: .* epoch=1 .* client_byte_measured=1 client_byte_counted=[01] msgr_cpu=[0-9.]*' "$work/given.log" &&
         awk -v b="$byte_ns" 'BEGIN {exit !(b > 0 && b <= 100)}' &&
         ok "epoch 1 planned with the client's CPU per byte epoch 0 measured: $byte_ns ns" ||
         bad "epoch 1 did not plan with a measured CPU per byte: $(grep '^stats:' "$work/given.log")"

@@ -69,10 +69,12 @@ def main():
         check(ok and seen == n, "f32 batches of (<=7, 3, 224, 224) float32 and int64 labels")
         st = l.stats()
         check(st["samples"] == n and st["failed"] == 0 and st["samples_per_s"] > 0 and
-              sum(st["samples_by_stage"].values()) == n and 0.25 < st["crop_work"] < 4,
+              sum(st["samples_by_stage"].values()) == n and 0.25 < st["crop_work"] < 4 and
+              st["msgr_cpu_s"] > 0 and 0 < st["client_byte_s"] < 1e-7,
               f"stats: {st['samples']} samples, {st['offloaded']} offloaded, "
               f"{st['bytes_received']} bytes, {st['samples_per_s']:.0f} samples/s, "
-              f"crops {st['crop_work']:.2f}x the mean decode")
+              f"crops {st['crop_work']:.2f}x the mean decode, librados {st['msgr_cpu_s']:.3f} s "
+              f"(planned {st['client_byte_s'] * 1e9:.2f} ns a byte)")
         named = all(l.classes[lab] == name.split("/")[0] and name in files
                     for b in l.batches(seed=0, epoch=1)
                     for lab, name in zip(b.labels, b.names))
