@@ -419,6 +419,19 @@ static double exhaustive(const sophon_records *set, const struct sophon_budget *
     return best;
 }
 
+/* Selective's plan of a small set against the exhaustive optimum: never better, the LP's bound
+ * below it, and within the proven rounding bound of the LP. */
+static void assert_near_optimal(const sophon_records *small, const struct sophon_budget *b)
+{
+    uint8_t opt_stage[16];
+    double opt = exhaustive(small, b, opt_stage);
+    struct sophon_plan *p = plan(small, b, SOPHON_POLICY_SELECTIVE);
+    assert_true(p->epoch_s >= opt * (1 - 1e-9));
+    assert_true(p->lower_bound_s <= opt * (1 + 1e-9));
+    assert_true(p->epoch_s <= p->lp_s + p->rounding_bound_s + 1e-9 * opt);
+    sophon_plan_free(p);
+}
+
 static void selective_vs_exhaustive(void **state)
 {
     (void)state;
@@ -605,13 +618,7 @@ static void osd_operations_counted(void **state)
         sophon_records *small = random_set(n);
         struct sophon_budget bb = random_budget(small);
         assert_int_equal(sophon_records_add_osd_op(small, uniform(0, 4e-3)), 0);
-        uint8_t opt_stage[16];
-        double opt = exhaustive(small, &bb, opt_stage);
-        struct sophon_plan *p = plan(small, &bb, SOPHON_POLICY_SELECTIVE);
-        assert_true(p->epoch_s >= opt * (1 - 1e-9));
-        assert_true(p->lower_bound_s <= opt * (1 + 1e-9));
-        assert_true(p->epoch_s <= p->lp_s + p->rounding_bound_s + 1e-9 * opt);
-        sophon_plan_free(p);
+        assert_near_optimal(small, &bb);
         sophon_records_free(small);
     }
 }
@@ -676,13 +683,7 @@ static void client_bytes_counted(void **state)
         sophon_records *small = random_set(1 + (size_t)k % 10);
         struct sophon_budget bb = random_budget(small);
         bb.client_byte_s = uniform(0, 1e-8); /* up to 9 ms an object: as much as a decode */
-        uint8_t opt_stage[16];
-        double opt = exhaustive(small, &bb, opt_stage);
-        struct sophon_plan *p = plan(small, &bb, SOPHON_POLICY_SELECTIVE);
-        assert_true(p->epoch_s >= opt * (1 - 1e-9));
-        assert_true(p->lower_bound_s <= opt * (1 + 1e-9));
-        assert_true(p->epoch_s <= p->lp_s + p->rounding_bound_s + 1e-9 * opt);
-        sophon_plan_free(p);
+        assert_near_optimal(small, &bb);
         sophon_records_free(small);
     }
 }
