@@ -7,8 +7,12 @@
 # (no --net, no --storage-cores), and two ranks at once (each with half the link) sharing the
 # OSDs. Per cell also `sophon plan --compare` under the true budget: selective's LP bound (no
 # placement of the stages models a shorter epoch) and whether storage binds (the oracle's OSD
-# time over its link's). Prints markdown tables, then how many cells meet each of issue 13's
-# targets, and writes RESULTS/epochs.csv, RESULTS/plans.csv and RESULTS/epochs.png (measured
+# time over its link's). With every load, the machine's CPU busy over it (/proc/stat, in cores):
+# the testbed runs the client, the OSDs and both ends of the link on one machine, and where that
+# is all of it (500Mbit with an OSD cap of 0.5-1.0 on 2 cores) every process waits for a core
+# that neither the model nor a real deployment of separate machines has them wait for; the model's
+# target is also counted apart for the cells where the machine had CPU to spare. Prints markdown
+# tables, then how many cells meet each of issue 13's targets, and writes RESULTS/epochs.csv, RESULTS/plans.csv and RESULTS/epochs.png (measured
 # against modelled, every run). Needs root (the testbed). The grid comes from the environment:
 #   RATES     link rates (default "50Mbit 100Mbit 200Mbit 500Mbit")
 #   CAPS      OSD caps in cores (default "0.1 0.25 0.5 1.0")
@@ -65,6 +69,11 @@ rm -rf "$dir"
 "$vstart" start --build "$build" --dir "$dir" --pool "$pool" --pg-num "$pg_num" --osds 3 --net "$profile_rate" \
     --osd-cores "$profile_cap" >/dev/null
 cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
+# The machine's CPU: "BUSY TOTAL" jiffies of all its cores so far (busy: user, nice, system, irq,
+# softirq; total: with idle, iowait and steal), and the cores busy between two of them.
+host_cpu() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat; }
+host_cores() { awk -v a="$1" -v b="$2" -v n="$(nproc)" 'BEGIN {split(a, x, " "); split(b, y, " ")
+    printf "%.3f", y[2] > x[2] ? n * (y[1] - x[1]) / (y[2] - x[2]) : 0}'; }
 for ds in $datasets; do
     progress "making and profiling the $ds dataset"
     case $ds in
@@ -79,7 +88,7 @@ done
 mkdir -p "$results"
 [ "$traces" = 1 ] && rm -rf "$results/traces" && mkdir -p "$results/traces"
 csv=$results/epochs.csv
-echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup,crop_work" >"$csv"
+echo "dataset,rate,cap,run,policy,epoch,seconds,model_s,bytes,osd_cpu_reported,osd_cpu_cgroup,crop_work,host_cores" >"$csv"
 plans=$results/plans.csv
 echo "dataset,rate,cap,policy,net_s,storage_s,epoch_s" >"$plans"
 # plan DATASET: `sophon plan --compare` under the cell's true budget (the profile's speeds, as the
@@ -97,21 +106,21 @@ plan() {
 # load RUN-NAME DATASET LOAD-ARGS...: one `sophon load`, its stats lines into the CSV with the
 # cgroup's CPU per epoch (over the epochs it ran: LOAD-ARGS may give another --epochs).
 load() {
-    local run=$1 ds=$2 c0 c1 ran trace=()
+    local run=$1 ds=$2 c0 c1 h0 h1 ran trace=()
     shift 2
     local name=$ds-$rate-$cap-${run//#/_}-$(sed -n 's/.*--policy \([a-z]*\).*/\1/p' <<<"$*")
     [ "$traces" = 1 ] && trace=(--trace "$results/traces/$name.csv")
-    c0=$(cg_cpu)
+    c0=$(cg_cpu) h0=$(host_cpu)
     on_client "$sophon" load --id sophon -p "$pool" --dataset "$ds" --seed 1 --epochs "$epochs" \
         --discard --threads 1 --client-cores 1 ${prefetch:+--prefetch "$prefetch"} --format f32 "$@" \
         "${trace[@]}" >"$work/load-$run.log" 2>&1 || { cat "$work/load-$run.log" >&2; return 1; }
-    c1=$(cg_cpu)
+    c1=$(cg_cpu) h1=$(host_cpu)
     [ "$traces" = 1 ] && cp "$work/load-$run.log" "$results/traces/$name.txt"
     ran=$(grep -c '^stats: ' "$work/load-$run.log")
-    awk -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$ran" 'BEGIN {print (b - a) / e}')" '
+    awk -v host="$(host_cores "$h0" "$h1")" -v ds="$ds" -v rate="$rate" -v cap="$cap" -v run="$run" -v cg="$(awk -v a="$c0" -v b="$c1" -v e="$ran" 'BEGIN {print (b - a) / e}')" '
         /^stats: / { delete r; for (i = 2; i <= NF; i++) { split($i, kv, "="); r[kv[1]] = kv[2] }
-            printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s\n", ds, rate, cap, run, r["policy"], r["epoch"],
-                r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg, r["crop_work"] }' "$work/load-$run.log" >>"$csv"
+            printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s\n", ds, rate, cap, run, r["policy"], r["epoch"],
+                r["seconds"], r["model_s"], r["bytes"], r["osd_cpu"], cg, r["crop_work"], host }' "$work/load-$run.log" >>"$csv"
 }
 for ds in $datasets; do
     for rate in $rates; do
@@ -144,18 +153,19 @@ for ds in $datasets; do
                 load "rank$rank" "$ds" --policy selective --net "$half" --storage-cores "$cap" \
                     --shard "$rank/2" &
             done
-            c0=$(cg_cpu) t0=$(date +%s.%N)
+            c0=$(cg_cpu) t0=$(date +%s.%N) h0=$(host_cpu)
             wait
-            c1=$(cg_cpu) t1=$(date +%s.%N)
-            echo "$ds,$rate,$cap,ranks,selective,all,$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'),0,0,0,$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}'),1" >>"$csv"
+            c1=$(cg_cpu) t1=$(date +%s.%N) h1=$(host_cpu)
+            echo "$ds,$rate,$cap,ranks,selective,all,$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'),0,0,0,$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}'),1,$(host_cores "$h0" "$h1")" >>"$csv"
         done
     done
 done
 progress ""
 /usr/bin/python3 - "$csv" "$results/epochs.png" "$epochs" "$plans" <<'PY'
-import csv, statistics, sys
+import csv, os, statistics, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))
+ncpu = os.cpu_count()
 planned = defaultdict(dict)
 for r in csv.DictReader(open(sys.argv[4])):
     planned[(r["dataset"], r["rate"], r["cap"])][r["policy"]] = r
@@ -182,8 +192,8 @@ for (ds, rate, cap), runs in cells.items():
             target("last epoch within 1.05x of the first" + (" (fixed plans, the control)" if fixed else ""),
                    float(rs[-1]["seconds"]) <= 1.05 * float(rs[0]["seconds"]))
     print(f"\n{ds}, {rate}, OSDs capped at {cap} cores:\n")
-    print("| policy | MB | epoch s (median) | model s | model error | OSD CPU s (cgroup) | vs none | vs sophon | last / first |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| policy | MB | epoch s (median) | model s | model error | OSD CPU s (cgroup) | machine busy, cores | vs none | vs sophon | last / first |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     none = med(runs[("true", "none")], "seconds") if ("true", "none") in runs else None
     soph = med(runs[("true", "sophon")], "seconds") if ("true", "sophon") in runs else None
     for (run, pol), rs in runs.items():
@@ -193,9 +203,14 @@ for (ds, rate, cap), runs in cells.items():
         first = singles[(ds, rate, cap)][(run, pol)]  # the first run's epochs
         errs.append((s, m, pol))
         target("model within 10% of the measured epoch (median)", abs(m / s - 1) <= 0.10)
-        print("| %s%s | %.2f | %.2f | %.2f | %+.0f%% | %.2f | %s | %s | %.2f |" % (
+        # The machine's CPU over the run (an older CSV has none): saturated where 90% of it.
+        host = float(rs[0].get("host_cores") or "nan")
+        if host < 0.9 * ncpu:
+            target("model within 10%%, where the machine had CPU to spare (under %.1f of its %d cores busy)" % (0.9 * ncpu, ncpu),
+                   abs(m / s - 1) <= 0.10)
+        print("| %s%s | %.2f | %.2f | %.2f | %+.0f%% | %.2f | %.2f | %s | %s | %.2f |" % (
             pol, " (measured budget)" if run == "measured" else "", med(rs, "bytes") / 1e6, s, m,
-            100 * (m / s - 1), float(rs[0]["osd_cpu_cgroup"]),
+            100 * (m / s - 1), float(rs[0]["osd_cpu_cgroup"]), host,
             "%.2fx" % (none / s) if none else "-", "%.2fx" % (soph / s) if soph else "-",
             float(first[-1]["seconds"]) / float(first[0]["seconds"])))
     # Selective's last epoch adapted (the true budget's runs) against the same epoch planned
@@ -206,16 +221,16 @@ for (ds, rate, cap), runs in cells.items():
         adapted = statistics.median(float(r["seconds"]) for r in runs[("true", "selective")] if r["epoch"] == last)
         fresh = med(runs[("fresh", "selective")], "seconds")
         works = [r["crop_work"] for r in runs.get(("true", "none"), []) if r["crop_work"]]
-        print("| selective's last epoch: adapted %.2f s, planned afresh %.2f s (%.2fx) | | | | | | | | |" % (
+        print("| selective's last epoch: adapted %.2f s, planned afresh %.2f s (%.2fx) | | | | | | | | | |" % (
             adapted, fresh, adapted / fresh))
         if works:
-            print("| the epochs' crops against the mean decode: %s | | | | | | | | |" % " ".join(works))
+            print("| the epochs' crops against the mean decode: %s | | | | | | | | | |" % " ".join(works))
         target("selective's last epoch within 1.05x of the same epoch planned afresh", adapted <= 1.05 * fresh)
     if ("ranks", "selective") in runs:
         rk = runs[("ranks", "selective")][0]
         wall, cpu = float(rk["seconds"]), float(rk["osd_cpu_cgroup"])
         r0 = runs.get(("rank0", "selective"), [])
-        print("| two ranks, selective | %.2f | %.2f (wall, %s epochs) | %s | | %.2f (%.2f cores, cap %s) | | | |" % (
+        print("| two ranks, selective | %.2f | %.2f (wall, %s epochs) | %s | | %.2f (%.2f cores, cap %s) | | | | |" % (
             sum(float(r["bytes"]) for k in ("rank0", "rank1") for r in runs.get((k, "selective"), [])) / 1e6 / int(sys.argv[3]),
             wall, sys.argv[3], "%.2f" % med(r0, "model_s") if r0 else "-", cpu, cpu / wall, cap))
         target("two ranks within the OSD cap", cpu / wall <= float(cap) * 1.02)
