@@ -73,7 +73,7 @@ cg_cpu() { "$vstart" osd-cpu --dir "$dir"; }
 # softirq; total: with idle, iowait and steal), and the cores busy between two of them.
 host_cpu() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat; }
 host_cores() { awk -v a="$1" -v b="$2" -v n="$(nproc)" 'BEGIN {split(a, x, " "); split(b, y, " ")
-    printf "%.3f", y[2] > x[2] ? n * (y[1] - x[1]) / (y[2] - x[2]) : 0}'; }
+    printf "%.3f", (y[2] > x[2] ? n * (y[1] - x[1]) / (y[2] - x[2]) : 0)}'; }
 for ds in $datasets; do
     progress "making and profiling the $ds dataset"
     case $ds in
