@@ -179,14 +179,14 @@ static void trace_sample(void *arg, const struct sophon_sample_trace *t)
     fputc('\n', f);
 }
 
-/* The epoch's report; t0 and t1 (monotonic seconds, progress_now()) when it started and ended, for
- * scripts lining up the epochs of several processes. */
 /* Where a figure the plan counted came from (the stats' *_measured). */
 static const char *figure_source(int measured)
 {
     return measured == 1 ? "measured" : measured == 2 ? "as profiled" : "built-in";
 }
 
+/* The epoch's report; t0 and t1 (monotonic seconds, progress_now()) when it started and ended, for
+ * scripts lining up the epochs of several processes. */
 static void report(const struct sophon_loader_stats *st, double cpu_s, const char *policy,
                    double t0, double t1)
 {

@@ -144,7 +144,8 @@ static void test_cgroup_quota(void **state)
 /* Two threads named as librados's messenger names its own, each burning CPU and then holding. */
 struct burner {
     pthread_barrier_t *hold;
-    uint64_t ns; /* its own CPU when it started holding */
+    uint64_t ns;  /* its own CPU when it started holding */
+    double spent; /* what it computed, kept so that the loop is not optimized away */
 };
 
 static uint64_t own_cpu_ns(void)
@@ -157,11 +158,12 @@ static uint64_t own_cpu_ns(void)
 static void *burn(void *arg)
 {
     struct burner *b = arg;
-    volatile double x = 0;
+    double x = 0;
     pthread_setname_np(pthread_self(), "test-burn-w");
     while (own_cpu_ns() < 30000000u)
         for (int i = 0; i < 100000; i++)
-            x += i;
+            x += i * 1e-9;
+    b->spent = x;
     b->ns = own_cpu_ns();
     pthread_barrier_wait(b->hold); /* burnt */
     pthread_barrier_wait(b->hold); /* measured */
