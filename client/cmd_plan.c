@@ -306,7 +306,7 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
 
     /* The client's CPU per byte is counted where a loader here could not run librados on a
      * core beyond the client's (loader.c). */
-    int byte_counted = sophon__cpus_available() < b->client_cores + 1;
+    int byte_counted = sophon__msgr_on_client_cores(b->client_cores);
     printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, %.2f ms an "
            "operation beyond the preparations, %s), %g client cores (speed %.2f, %.2f ns a "
            "byte in librados, %s, %s), %s output%s\n",

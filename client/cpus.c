@@ -147,3 +147,8 @@ int sophon__threads_cpu_ns(const char *prefix, uint64_t *ns)
     closedir(d);
     return 0;
 }
+
+int sophon__msgr_on_client_cores(double client_cores)
+{
+    return sophon__cpus_available() < client_cores + 1;
+}

@@ -28,6 +28,11 @@ double sophon__cpus_available(void);
  */
 int sophon__threads_cpu_ns(const char *prefix, uint64_t *ns);
 
+/* sophon__msgr_on_client_cores - 1 if librados's messenger shares the client's `client_cores`
+ * with the workers: this process may use no core beyond them (sophon__cpus_available), so the
+ * plans count its CPU against them; 0 where a core is to spare for it. */
+int sophon__msgr_on_client_cores(double client_cores);
+
 /* The names of librados's messenger threads (Ceph's AsyncMessenger workers). */
 #define SOPHON__MSGR_THREADS "msgr-worker-"
 

@@ -1594,7 +1594,7 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
     /* And the client's, until the epochs measure it. */
     l->client_byte_s = l->ds.client_byte_s > 0 ? l->ds.client_byte_s : SOPHON_SEL_CLIENT_BYTE_S;
     l->client_byte_measured = l->ds.client_byte_s > 0 ? 2 : 0;
-    l->msgr_counted = sophon__cpus_available() < l->o.client_cores + 1;
+    l->msgr_counted = sophon__msgr_on_client_cores(l->o.client_cores);
     /* The profile's speeds against the cost model until the epochs measure this client's and the
      * OSDs' own. */
     l->storage_speed = l->ds.storage_speed;
