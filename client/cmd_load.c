@@ -214,13 +214,13 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
                      ? 100.0 * ((double)st->bytes_received - (double)st->predicted_bytes) /
                            (double)st->predicted_bytes
                      : 0.0;
-    printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, client %.2f; link %.1f "
-           "Mbit/s, %s; OSDs %.2f cores, %s; crops %.2fx the mean decode); measured: %.2f MB "
-           "(%+.2f%%), %.2f s\n",
+    printf("  planner: %.2f MB, epoch %.2f s (model speeds: OSD %.2f, its crop stage %.2f (%s), "
+           "client %.2f; link %.1f Mbit/s, %s; OSDs %.2f cores, %s; crops %.2fx the mean decode); "
+           "measured: %.2f MB (%+.2f%%), %.2f s\n",
            (double)st->predicted_bytes / 1e6, st->predicted_epoch_s, st->storage_speed,
-           st->client_speed, st->bandwidth_Bps * 8 / 1e6,
-           st->bandwidth_measured ? "measured" : "as given", st->storage_cores,
-           st->storage_measured ? "measured" : "as given", st->crop_work,
+           st->crop_speed, figure_source(st->crop_speed_measured), st->client_speed,
+           st->bandwidth_Bps * 8 / 1e6, st->bandwidth_measured ? "measured" : "as given",
+           st->storage_cores, st->storage_measured ? "measured" : "as given", st->crop_work,
            (double)st->bytes_received / 1e6, dev, st->elapsed_s);
     printf("  CPU: client process %.2f s (%.2f ms/sample, %.0f samples/s per core), loader "
            "workers %.2f s, OSDs %.2f s preparing",
@@ -244,7 +244,7 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            "osd_cores_measured=%d demoted=%llu prefetch=%u osd_process=%.3f osd_op_ms=%.4f "
            "osd_op_measured=%d ahead=%llu clock_start=%.3f clock_end=%.3f crop_work=%.4f "
            "window=%u client_byte_ns=%.4f client_byte_measured=%d client_byte_counted=%d "
-           "msgr_cpu=%.3f\n",
+           "msgr_cpu=%.3f osd_speed=%.4f crop_speed=%.4f crop_speed_measured=%d\n",
            policy, (unsigned long long)st->epoch, (unsigned long long)st->samples,
            (unsigned long long)st->failed, (unsigned long long)st->bytes_received,
            (unsigned long long)st->predicted_bytes, (unsigned long long)st->offloaded,
@@ -256,7 +256,8 @@ static void report(const struct sophon_loader_stats *st, double cpu_s, const cha
            (unsigned long long)st->demoted, st->prefetch, (double)st->osd_process_ns / 1e9,
            st->osd_op_s * 1e3, st->osd_op_measured, (unsigned long long)st->ahead, t0, t1,
            st->crop_work, st->window, st->client_byte_s * 1e9, st->client_byte_measured,
-           st->client_byte_counted, (double)st->client_msgr_ns / 1e9);
+           st->client_byte_counted, (double)st->client_msgr_ns / 1e9, st->storage_speed,
+           st->crop_speed, st->crop_speed_measured);
 }
 
 enum {

@@ -126,6 +126,9 @@ struct plan_args {
     int op_profiled;      /* 1 if osd_op_s is the profile's */
     double client_byte_s; /* the client's (librados's) per byte received: the same */
     int client_byte_profiled;
+    double crop_factor; /* the crop stage's OSD CPU against the model's figure for it, relative to
+                         * the pipeline's (the profile's speeds: dataset.h); 1: not profiled */
+    int crop_profiled;
     uint64_t size;   /* --size, 0: not given */
     unsigned stages; /* --stages, selector.h's bits */
 };
@@ -201,6 +204,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a, int *code)
     a->budget = (struct sophon_budget)SOPHON_BUDGET_INIT;
     a->policy = -1;
     a->client_speed = 1.0;
+    a->crop_factor = 1.0;
     a->osd_op_s = SOPHON_SEL_OSD_OP_S;
     a->client_byte_s = SOPHON_SEL_CLIENT_BYTE_S;
     a->stages = SOPHON_STAGES_ALL;
@@ -256,6 +260,10 @@ static int load_records(struct plan_args *a, sophon_records **set)
             a->client_byte_s = ds.client_byte_s;
             a->client_byte_profiled = 1;
         }
+        if (ds.crop_speed > 0) {
+            a->crop_factor = ds.storage_speed / ds.crop_speed;
+            a->crop_profiled = 1;
+        }
         sophon__dataset_free(&ds);
     }
     if (a->speed > 0)
@@ -307,11 +315,12 @@ static void print_plans(const struct plan_args *a, const sophon_records *set,
     /* The client's CPU per byte is counted where a loader here could not run librados on a
      * core beyond the client's (loader.c). */
     int byte_counted = sophon__msgr_on_client_cores(b->client_cores);
-    printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, %.2f ms an "
-           "operation beyond the preparations, %s), %g client cores (speed %.2f, %.2f ns a "
-           "byte in librados, %s, %s), %s output%s\n",
+    printf("%zu objects, %.0f Mbit/s (%.1f of payload), %g storage cores (speed %.2f, the crop "
+           "stage %.2fx the u8 pipeline's CPU, %s; %.2f ms an operation beyond the preparations, "
+           "%s), %g client cores (speed %.2f, %.2f ns a byte in librados, %s, %s), %s output%s\n",
            sophon_records_count(set), b->bandwidth_Bps * 8 / 1e6,
            b->bandwidth_Bps * SOPHON_SEL_LINK_PAYLOAD * 8 / 1e6, b->storage_cores, b->storage_speed,
+           SOPHON_SEL_CROP_OSD * a->crop_factor, a->crop_profiled ? "profiled" : "built-in",
            a->osd_op_s * 1e3, a->op_profiled ? "profiled" : "built-in", b->client_cores,
            a->client_speed, a->client_byte_s * 1e9,
            a->client_byte_profiled ? "profiled" : "built-in",
@@ -404,7 +413,9 @@ int cmd_plan(int argc, char **argv)
     code = 1;
     if (load_records(&a, &set) < 0)
         goto done;
-    if (sophon_records_add_osd_op(set, a.osd_op_s * a.budget.storage_speed) < 0)
+    /* The crop stage as the profile measured it against the pipeline, as the loader plans it. */
+    if (sophon_records_scale_stage(set, SOPHON_STAGE_CROP, a.crop_factor) < 0 ||
+        sophon_records_add_osd_op(set, a.osd_op_s * a.budget.storage_speed) < 0)
         goto done;
     print_plans(&a, set, &chosen);
     if (chosen == NULL) {

@@ -246,7 +246,9 @@ struct calibration {
     double storage_speed, client_speed;
     double osd_op_s; /* the OSDs' CPU per operation beyond the preparations; -1: not measured */
     double client_byte_s; /* this client's (librados's messenger) per byte; -1: not measured */
-    size_t measured;
+    double crop_speed;    /* an OSD core's for the crop stage's figures; 0: not measured */
+    double crop_ratio;    /* the crop's OSD CPU over the u8 pipeline's on the same boxes */
+    size_t measured, cropped;
     size_t passes;               /* passes over the measured objects */
     double client_lo, client_hi; /* the passes' least and greatest client speeds */
 };
@@ -254,23 +256,19 @@ struct calibration {
 /* Passes over the calibration's objects; the speeds are the median pass's. */
 #define CALIBRATION_PASSES 3
 
-/* One object of size bytes of the calibration prepared in the OSD and here (one read of it, as the
- * loader reads): its CPU seconds in each into *osd_s and *local_s. *wire: the class's wire
- * version, asked on first use. Returns 0 or a negative errno (said for the OSD's). */
-static int calibrate_one(struct cli *c, const char *name, uint64_t size,
-                         const struct sophon_prep_params *p, uint16_t *wire, double *osd_s,
-                         double *local_s)
+/* One preparation of name in the OSD: the CPU seconds its response reports into *osd_s. Returns 0
+ * or a negative errno (said). */
+static int osd_prep(struct cli *c, const char *name, const struct sophon_prep_params *p,
+                    uint16_t wire, double *osd_s)
 {
     char *resp;
     size_t resp_len;
     struct sophon_response h;
     const uint8_t *payload;
-    int r = *wire != 0 ? 0 : sophon__class_wire(wire, c->io, name);
-    if (r == 0)
-        r = sophon__remote_prep(&resp, &resp_len, c->io, name, p, *wire);
+    int r = sophon__remote_prep(&resp, &resp_len, c->io, name, p, wire);
     if (r < 0) {
-        fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n", name,
-                strerror(-r));
+        fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD%s failed: %s\n", name,
+                p->stage == SOPHON_WIRE_CROP ? " (crop stage)" : "", strerror(-r));
         return r;
     }
     /* sophon__remote_prep has decoded it once: this cannot fail. */
@@ -279,6 +277,24 @@ static int calibrate_one(struct cli *c, const char *name, uint64_t size,
     if (r < 0)
         return r;
     *osd_s = (double)h.cpu_ns / 1e9;
+    return 0;
+}
+
+/* One object of size bytes of the calibration prepared in the OSD and here (one read of it, as the
+ * loader reads): its CPU seconds in each into *osd_s and *local_s. *wire: the class's wire
+ * version, asked on first use. Returns 0 or a negative errno (said for the OSD's). */
+static int calibrate_one(struct cli *c, const char *name, uint64_t size,
+                         const struct sophon_prep_params *p, uint16_t *wire, double *osd_s,
+                         double *local_s)
+{
+    int r = *wire != 0 ? 0 : sophon__class_wire(wire, c->io, name);
+    if (r < 0) {
+        fprintf(stderr, "sophon profile: calibration: preparing %s in the OSD failed: %s\n", name,
+                strerror(-r));
+        return r;
+    }
+    if ((r = osd_prep(c, name, p, *wire, osd_s)) < 0)
+        return r;
     uint8_t *jpeg, *out;
     size_t len, out_len;
     char err[256];
@@ -293,6 +309,20 @@ static int calibrate_one(struct cli *c, const char *name, uint64_t size,
     if (r == 0)
         free(out);
     return r;
+}
+
+/* The crop stage of the same box in the OSD, as the loader asks for it (the crop, or the u8
+ * pixels where they are smaller or the crop is not exact): its OSD CPU seconds into *osd_s.
+ * Returns 0, -EOPNOTSUPP where the class makes no crops (wire format 3), or a negative errno. */
+static int calibrate_crop(struct cli *c, const char *name, const struct sophon_prep_params *p,
+                          uint16_t wire, double *osd_s)
+{
+    if (wire < SOPHON_WIRE_V3)
+        return -EOPNOTSUPP;
+    struct sophon_prep_params q = *p;
+    q.stage = SOPHON_WIRE_CROP;
+    q.fallback = SOPHON_FALLBACK_PIXELS;
+    return osd_prep(c, name, &q, wire, osd_s);
 }
 
 static int by_value(const void *a, const void *b)
@@ -390,12 +420,18 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
                                     uint64_t sample)
 {
     double osd[CALIBRATION_PASSES] = {0}, local[CALIBRATION_PASSES] = {0}, model = 0;
-    double sspeed[CALIBRATION_PASSES], cspeed[CALIBRATION_PASSES];
-    size_t done = 0, step = n / (sample ? sample : 1), *pick = malloc((n ? n : 1) * sizeof(*pick));
+    double crop[CALIBRATION_PASSES] = {0}, crop_model = 0;
+    double sspeed[CALIBRATION_PASSES], cspeed[CALIBRATION_PASSES], xspeed[CALIBRATION_PASSES];
+    size_t done = 0, cropped = 0, step = n / (sample ? sample : 1);
+    size_t *pick = malloc((n ? n : 1) * sizeof(*pick));
     struct sophon_prep_params *params = malloc((n ? n : 1) * sizeof(*params));
+    /* Per object picked: whether its crop was measured in the first pass (the later ones
+     * measure the same). */
+    unsigned char *has_crop = calloc(n ? n : 1, 1);
+    int crop_ok = 1;
     uint16_t wire = 0;
     struct calibration k = {.osd_op_s = -1, .client_byte_s = -1};
-    if (pick == NULL || params == NULL)
+    if (pick == NULL || params == NULL || has_crop == NULL)
         goto out;
     if (step == 0)
         step = 1;
@@ -416,7 +452,15 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
         local[0] += local_s;
         /* The box's figure, not the expectation over all boxes: the loader's speeds are its
          * samples' boxes' figures over their CPU. */
-        model += sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+        double box = sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+        model += box;
+        /* And the crop stage's: its records' figure is SOPHON_SEL_CROP_OSD of the decode. */
+        if (calibrate_crop(c, it->name, &p, wire, &osd_s) == 0) {
+            crop[0] += osd_s;
+            crop_model += SOPHON_SEL_CROP_OSD * box;
+            has_crop[done] = 1;
+            cropped++;
+        }
         params[done] = p;
         pick[done++] = i;
     }
@@ -432,6 +476,11 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
                 break;
             osd[passes] += osd_s;
             local[passes] += local_s;
+            if (!has_crop[j] || !crop_ok)
+                continue;
+            /* A crop that failed now, having answered before, leaves the crop unmeasured. */
+            crop_ok = calibrate_crop(c, it->name, &params[j], wire, &osd_s) == 0;
+            crop[passes] += osd_s;
         }
         if (j < done) /* an object gone meanwhile: the passes complete so far */
             break;
@@ -442,15 +491,24 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
             goto out;
         sspeed[q] = model / osd[q];
         cspeed[q] = model / local[q];
+        xspeed[q] = crop_ok && crop[q] > 0 && crop_model > 0 ? crop_model / crop[q] : 0;
     }
     qsort(sspeed, passes, sizeof(double), by_value);
     qsort(cspeed, passes, sizeof(double), by_value);
-    k = (struct calibration){
-        sspeed[passes / 2], cspeed[passes / 2], k.osd_op_s, k.client_byte_s, done, passes,
-        cspeed[0],          cspeed[passes - 1]};
+    qsort(xspeed, passes, sizeof(double), by_value);
+    k.storage_speed = sspeed[passes / 2];
+    k.client_speed = cspeed[passes / 2];
+    k.measured = done;
+    k.passes = passes;
+    k.client_lo = cspeed[0];
+    k.client_hi = cspeed[passes - 1];
+    k.crop_speed = xspeed[passes / 2];
+    k.cropped = k.crop_speed > 0 ? cropped : 0;
+    k.crop_ratio = k.crop_speed > 0 ? SOPHON_SEL_CROP_OSD * k.storage_speed / k.crop_speed : 0;
 out:
     free(pick);
     free(params);
+    free(has_crop);
     return k;
 }
 
@@ -722,7 +780,7 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
         return;
     }
     r = sophon__index_write_profile(a->c.io, a->dataset, k.storage_speed, k.client_speed,
-                                    k.osd_op_s, k.client_byte_s);
+                                    k.osd_op_s, k.client_byte_s, k.crop_speed);
     if (r < 0)
         cli_error(&a->c, "writing the calibration failed: %s", strerror(-r));
     printf("calibration on %zu objects: an OSD core is %.2fx as fast as this client's; the cost "
@@ -746,6 +804,15 @@ static void store_calibration(struct profile_args *a, const struct item *items, 
         printf("this client's CPU per byte received was not measured (no librados messenger "
                "threads found): the plans count %.2f ns until a loader measures its own\n",
                SOPHON_SEL_CLIENT_BYTE_S * 1e9);
+    if (k.crop_speed > 0)
+        printf("the crop stage on %zu of them: %.2fx the u8 pipeline's OSD CPU on the same boxes "
+               "(the model's %.2fx; the plans' crop speed %.2f until a loader measures its own)\n",
+               k.cropped, k.crop_ratio, SOPHON_SEL_CROP_OSD, k.crop_speed);
+    else
+        printf("the crop stage's OSD CPU was not measured (a class before wire format 3, or no "
+               "crop answered): the plans count %.2fx the u8 pipeline's until a loader measures "
+               "its own\n",
+               SOPHON_SEL_CROP_OSD);
 }
 
 /* The whole profile of the dataset's objects (*items, *n: the caller frees them). Returns 0 or

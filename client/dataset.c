@@ -180,15 +180,19 @@ static int index_set(rados_ioctx_t io, const char *dataset, const char *key, con
 }
 
 int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed, double osd_op_s, double client_byte_s)
+                                double client_speed, double osd_op_s, double client_byte_s,
+                                double crop_speed)
 {
-    char val[200];
+    char val[240];
     int len = snprintf(val, sizeof(val), "storage_speed=%.17g\nclient_speed=%.17g\n", storage_speed,
                        client_speed);
     if (osd_op_s > 0)
         len += snprintf(val + len, sizeof(val) - (size_t)len, "osd_op_s=%.17g\n", osd_op_s);
     if (client_byte_s > 0)
-        snprintf(val + len, sizeof(val) - (size_t)len, "client_byte_s=%.17g\n", client_byte_s);
+        len +=
+            snprintf(val + len, sizeof(val) - (size_t)len, "client_byte_s=%.17g\n", client_byte_s);
+    if (crop_speed > 0)
+        snprintf(val + len, sizeof(val) - (size_t)len, "crop_speed=%.17g\n", crop_speed);
     return index_set(io, dataset, "@profile", val);
 }
 
@@ -357,7 +361,7 @@ static int add_line(void *arg, const char *key, size_t klen, const char *val, si
 }
 
 /* @profile's lines: each figure that is there and positive (an index of an older profile has
- * storage_speed only, or no osd_op_s or client_byte_s). */
+ * storage_speed only, or no osd_op_s, client_byte_s or crop_speed). */
 static int add_profile(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 {
     struct sophon_dataset *ds = arg;
@@ -376,6 +380,8 @@ static int add_profile(void *arg, const char *key, size_t klen, const char *val,
             ds->osd_op_s = speed;
         else if (sscanf(line, "client_byte_s=%lf", &speed) == 1 && speed > 0 && speed < 1)
             ds->client_byte_s = speed;
+        else if (sscanf(line, "crop_speed=%lf", &speed) == 1 && speed > 0)
+            ds->crop_speed = speed;
     }
     return 0;
 }

@@ -8,11 +8,12 @@
  *     r/OBJ     -> the object's record: one line of sophon-records CSV (selector.h), no header
  *     s/OBJ     -> "SIZE MTIME" of the object the record was made from (incremental profiles)
  *     @namespace -> the RADOS namespace `sophon put` stored the objects in ("" the default)
- *     @profile  -> "storage_speed=X\nclient_speed=Y\nosd_op_s=Z\nclient_byte_s=W\n": the speeds
- *                  at which an OSD core and the profiling client ran the cost model's CPU on a
- *                  sample (model s / measured s), the OSDs' CPU per operation beyond the
- *                  preparations over it (osd_cpu.h) and the client's per byte received
- *                  (librados's messenger; the last two lines left out where not measured)
+ *     @profile  -> "storage_speed=X\nclient_speed=Y\nosd_op_s=Z\nclient_byte_s=W\ncrop_speed=V\n":
+ *                  the speeds at which an OSD core and the profiling client ran the cost model's
+ *                  CPU on a sample (model s / measured s), the OSDs' CPU per operation beyond
+ *                  the preparations over it (osd_cpu.h), the client's per byte received
+ *                  (librados's messenger) and an OSD core's speed for the crop stage's figures
+ *                  on the same boxes (the last three lines left out where not measured)
  * Every client of the dataset reads the same index, so records made once serve all of them.
  */
 #ifndef SOPHON_DATASET_H
@@ -40,6 +41,9 @@ struct sophon_dataset {
                            * as profiled; 0: not measured (an older profile, or no answer) */
     double client_byte_s; /* the client's (librados's messenger) per byte received, as
                            * profiled; 0: not measured */
+    double crop_speed;    /* an OSD core's for the crop stage's figures (SOPHON_SEL_CROP_OSD
+                           * of the decode) against the cost model, as profiled; 0: not measured
+                           * (the plans take storage_speed: the built-in ratio) */
 };
 
 /* An entry to write into an index: any of label, record, stamp may be NULL / 0. */
@@ -79,10 +83,11 @@ int sophon__dataset_use_namespace(rados_ioctx_t io, const char *dataset, const c
                                   char *err, size_t errlen);
 
 /* Writes the profile's calibration: the speeds of an OSD core and of this client against the
- * cost model, the OSDs' CPU per operation and this client's per byte (each left out where
- * <= 0). */
+ * cost model, the OSDs' CPU per operation, this client's per byte and an OSD core's speed for
+ * the crop stage (the last three each left out where <= 0). */
 int sophon__index_write_profile(rados_ioctx_t io, const char *dataset, double storage_speed,
-                                double client_speed, double osd_op_s, double client_byte_s);
+                                double client_speed, double osd_op_s, double client_byte_s,
+                                double crop_speed);
 
 /*
  * Reads what the index holds. members (o/ keys) and stamps (s/ keys) come back as parallel

@@ -170,6 +170,13 @@ struct sophon_loader {
      * epoch so far. */
     double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
     double storage_speed, client_speed;
+    /* The same for the crop stage's preparations (their OSD CPU against the model's figure,
+     * SOPHON_SEL_CROP_OSD of the decode: the crop's CPU against the pipeline's is the machine's,
+     * 1.3x on one and 4.2x on another), kept apart from the pipeline's (u8, f32) that
+     * storage_speed is; crop_speed 0 while unknown (the plans take storage_speed), and
+     * crop_measured says where it came from (sophon.h). */
+    double crop_model_s, crop_meas_s, crop_speed;
+    int crop_measured;
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
@@ -242,6 +249,13 @@ static const struct sophon_record *record(const struct sophon_loader *l, uint64_
 static double osd_speed(const struct sophon_loader *l)
 {
     return l->storage_speed > 0 ? l->storage_speed : 1.0;
+}
+
+/* What the crop stage's figures are scaled by in this epoch's records: the OSDs' speed for the
+ * pipeline's figures over theirs for the crop's (1 where the crop's is unknown). */
+static double crop_factor(const struct sophon_loader *l)
+{
+    return l->crop_speed > 0 ? osd_speed(l) / l->crop_speed : 1.0;
 }
 
 /* The same for the client's CPU: the model's client seconds over it are this client's. */
@@ -850,10 +864,19 @@ static void apply(struct sophon_loader *l, struct slot *s, const struct result *
     st->osd_cpu_ns += res->osd_cpu_ns;
     st->client_cpu_ns += res->client_cpu_ns;
     if (res->osd_cpu_ns > 0) {
-        l->storage_model_s += res->storage_model_s;
-        l->storage_meas_s += (double)res->osd_cpu_ns / 1e9;
-        if (res->storage_model_s > 0) {
-            double r = (double)res->osd_cpu_ns / 1e9 / res->storage_model_s;
+        double meas_s = (double)res->osd_cpu_ns / 1e9, model_s = res->storage_model_s;
+        if (s->stage == SOPHON_STAGE_CROP) {
+            l->crop_model_s += model_s;
+            l->crop_meas_s += meas_s;
+            /* The object's own against the figure the plan gave it: its cost relative to the
+             * pipeline's model, the same for every stage of it. */
+            model_s *= crop_factor(l);
+        } else {
+            l->storage_model_s += model_s;
+            l->storage_meas_s += meas_s;
+        }
+        if (model_s > 0) {
+            double r = meas_s / model_s;
             double *o = &l->obj_ratio[s->index];
             *o = *o > 0 ? (*o + r) / 2 : r;
         }
@@ -1599,6 +1622,8 @@ int sophon_loader_open(sophon_loader **out, const char *conf, const char *client
      * OSDs' own. */
     l->storage_speed = l->ds.storage_speed;
     l->client_speed = l->ds.client_speed;
+    l->crop_speed = l->ds.crop_speed;
+    l->crop_measured = l->ds.crop_speed > 0 ? 2 : 0;
     ask_wire(l);
     restrict_stages(l);
     /* The link first: the OSDs' measurement leaves a capped cgroup out of quota for the rest of
@@ -1760,9 +1785,13 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
     for (size_t i = 0; i < n && !l->o.no_adapt; i++)
         if (l->obj_ratio[i] > 0)
             sophon_records_scale_storage(l->epoch_records, i, l->obj_ratio[i] * l->storage_speed);
+    int crop = (l->stages & (1u << SOPHON_STAGE_CROP)) != 0;
+    /* The crop stage at the OSDs' speed for it (the profile's or measured), not the pipeline's:
+     * the same for every rank (no_adapt: the profile's). */
+    if (crop && sophon_records_scale_stage(l->epoch_records, SOPHON_STAGE_CROP, crop_factor(l)) < 0)
+        return NULL;
     if (sophon_records_add_osd_op(l->epoch_records, l->osd_op_s * l->storage_speed) < 0)
         return NULL;
-    int crop = (l->stages & (1u << SOPHON_STAGE_CROP)) != 0;
     for (size_t i = 0; i < n; i++) {
         const struct sophon_record *rec = sophon_records_get(l->ds.records, i);
         struct sophon_prep_params p;
@@ -1958,6 +1987,10 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     }
     if (!l->o.no_adapt && l->storage_meas_s > 0 && l->storage_model_s > 0)
         l->storage_speed = l->storage_model_s / l->storage_meas_s;
+    if (!l->o.no_adapt && l->crop_meas_s > 0 && l->crop_model_s > 0) {
+        l->crop_speed = l->crop_model_s / l->crop_meas_s;
+        l->crop_measured = 1;
+    }
     if (!l->o.no_adapt && l->client_meas_s > 0 && l->client_model_s > 0)
         l->client_speed = l->client_model_s / l->client_meas_s;
     if (!l->o.no_adapt && l->msgr_bytes > 0 && l->msgr_s > 0) {
@@ -2034,6 +2067,8 @@ int sophon_loader_epoch_start(sophon_loader *l, uint64_t seed, uint64_t epoch)
     l->st.class_available = l->class_ok;
     l->st.storage_speed = l->storage_speed;
     l->st.client_speed = l->client_speed;
+    l->st.crop_speed = l->crop_speed > 0 ? l->crop_speed : l->storage_speed;
+    l->st.crop_speed_measured = l->crop_measured;
     l->st.predicted_epoch_s = shard_epoch_s(l, plan, &budget, order, m);
     l->st.crop_work = crop_work(l, order, m);
     l->st.bandwidth_Bps = l->o.bandwidth_Bps;

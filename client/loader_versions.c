@@ -44,7 +44,8 @@ static const size_t stats_size[SOPHON_LOADER_STATS_VERSION + 1] = {
     [6] = offsetof(struct sophon_loader_stats, crop_work),
     [7] = offsetof(struct sophon_loader_stats, window),
     [8] = offsetof(struct sophon_loader_stats, client_byte_s),
-    [9] = sizeof(struct sophon_loader_stats),
+    [9] = offsetof(struct sophon_loader_stats, crop_speed),
+    [10] = sizeof(struct sophon_loader_stats),
 };
 
 /* Version 1: every field left at 0 took its default. */

@@ -724,6 +724,7 @@ static PyObject *loader_stats(PyObject *obj, PyObject *unused)
         dict_set(d, "predicted_epoch_s", PyFloat_FromDouble(st.predicted_epoch_s)) < 0 ||
         dict_set(d, "storage_speed", PyFloat_FromDouble(st.storage_speed)) < 0 ||
         dict_set(d, "client_speed", PyFloat_FromDouble(st.client_speed)) < 0 ||
+        dict_set(d, "crop_speed", PyFloat_FromDouble(st.crop_speed)) < 0 ||
         dict_set(d, "crop_work", PyFloat_FromDouble(st.crop_work)) < 0 ||
         dict_set(d, "class_available", PyBool_FromLong(st.class_available)) < 0)
         goto fail;

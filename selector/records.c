@@ -91,6 +91,16 @@ int sophon_records_scale_storage(sophon_records *set, size_t i, double factor)
     return 0;
 }
 
+int sophon_records_scale_stage(sophon_records *set, int stage, double factor)
+{
+    if (!set || stage <= SOPHON_STAGE_STORED || stage >= SOPHON_STAGE_COUNT || !isfinite(factor) ||
+        factor <= 0)
+        return -EINVAL;
+    for (size_t i = 0; i < set->n; i++)
+        set->rec[i].stage[stage].storage_cpu_s *= factor;
+    return 0;
+}
+
 int sophon_records_scale_box(sophon_records *set, size_t i, double factor)
 {
     int r = sophon_records_scale_storage(set, i, factor);

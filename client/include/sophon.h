@@ -253,8 +253,8 @@ struct sophon_batch {
 
 /* Versions of struct sophon_loader_stats, under the options' rule: 1 the first, 2 appends
  * declined, 3 the crop stage's figures, 4 demoted and prefetch, 5 the OSDs' processes' CPU, 6
- * ahead, 7 crop_work, 8 window, 9 the client's CPU per byte. */
-#define SOPHON_LOADER_STATS_VERSION 9
+ * ahead, 7 crop_work, 8 window, 9 the client's CPU per byte, 10 the crop stage's speed. */
+#define SOPHON_LOADER_STATS_VERSION 10
 
 /* What a loader did in the current (or last) epoch of its shard. Start from
  * SOPHON_LOADER_STATS_INIT. */
@@ -333,6 +333,13 @@ struct sophon_loader_stats {
                               * where it runs beside them */
     uint64_t client_msgr_ns; /* the messenger threads' CPU over this epoch; 0 until its last
                               * batch, or where it could not be read */
+    /* Version 10. */
+    double crop_speed; /* the OSDs' speed the plan took for the crop stage's figures (the
+                        * model's CPU over the measured, as storage_speed is for the
+                        * pipeline's): measured over the epochs before (crop_speed_measured
+                        * 1), as `sophon profile` measured it (2), else storage_speed (0:
+                        * the model's ratio of the crop to the pipeline) */
+    int crop_speed_measured;
 };
 
 /* clang-format off */

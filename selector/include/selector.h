@@ -172,6 +172,15 @@ int sophon_records_add_osd_op(sophon_records *set, double op_s);
 int sophon_records_scale_storage(sophon_records *set, size_t i, double factor);
 
 /*
+ * Multiplies the storage CPU of `stage` (not STORED) in every record that offers it by factor:
+ * the OSDs' speed for the cost model's figures of that stage against their speed for the
+ * pipeline's (the crop stage's CPU against the u8 pipeline's is the machine's, and `sophon
+ * profile` and the loader measure it). Returns 0, or -EINVAL (NULL, STORED or no such stage,
+ * factor not finite or <= 0).
+ */
+int sophon_records_scale_stage(sophon_records *set, int stage, double factor);
+
+/*
  * Multiplies the CPU of record i's decodes by factor, one box's cost against the expected box's
  * (sophon_cost_model_box_factor): the OSD's of every stage but STORED, the client's of STORED and
  * CROP (those decode on the client; their normalization, a tenth of a millisecond, is scaled

@@ -120,19 +120,28 @@ if [ "$(nproc)" -ge 2 ]; then
 fi
 
 # Stage lists (the crop stage's issue): every list gives the same epoch; the crop stage is used
-# where it is allowed (oracle: fewest bytes) and never where it is not.
+# where it is allowed (oracle: fewest bytes) and never where it is not. With crops, two epochs:
+# the OSDs' speed for the crop stage, measured over the first, plans the second.
 for st in stored,u8 stored,crop crop,u8,f32 stored,crop,u8,f32; do
+    epochs=1
+    [ "$st" = stored,crop ] && epochs=2
     if load "$work/st-$st" "$work/st-$st.log" --policy oracle --stages "$st" --net 100Mbit \
-        --storage-cores 1; then
+        --storage-cores 1 --epochs $epochs; then
         cmp -s "$work/none/epoch-0.data" "$work/st-$st/epoch-0.data" &&
             ok "--stages $st: the epoch is byte-identical to none's" || bad "--stages $st: epoch differs"
-        crops=$(grep -o ' crop_samples=[0-9]*' "$work/st-$st.log" | cut -d= -f2)
+        crops=$(grep -o ' crop_samples=[0-9]*' "$work/st-$st.log" | head -n 1 | cut -d= -f2)
         case $st in
         *crop*) [ "${crops:-0}" -gt 0 ] && ok "--stages $st: $crops samples as crops" ||
             bad "--stages $st: no crops: $(grep ^stats: "$work/st-$st.log")" ;;
         *) [ "${crops:-1}" = 0 ] && ok "--stages $st: no crops" || bad "--stages $st: $crops crops" ;;
         esac
-        echo "  --stages $st: $(grep -o ' bytes=[0-9]*' "$work/st-$st.log") bytes"
+        echo "  --stages $st: $(grep -o ' bytes=[0-9]*' "$work/st-$st.log" | head -n 1) bytes"
+        [ "$epochs" = 2 ] && {
+            grep -Eq '^stats: .* epoch=1 .* crop_speed=[0-9.]+ crop_speed_measured=1$' "$work/st-$st.log" &&
+                ! grep -q '^stats: .* epoch=1 .* crop_speed=0.0000 ' "$work/st-$st.log" &&
+                ok "--stages $st: the crop stage's speed measured over the first epoch plans the second" ||
+                bad "--stages $st: crop speed: $(grep ^stats: "$work/st-$st.log")"
+        }
     else
         bad "--stages $st: rc $?: $(tail -3 "$work/st-$st.log.err")"
     fi

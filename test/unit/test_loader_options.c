@@ -427,8 +427,13 @@ static void test_stats_versions(void **state)
     assert_int_equal(out.window, 83);
     assert_int_equal(out.client_msgr_ns, 0xababababababababull); /* version 9's */
     out.version = 9;
+    src.crop_speed_measured = 2;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
     assert_int_equal(out.client_msgr_ns, 29);
+    assert_int_equal(out.crop_speed_measured, (int)0xababababu); /* version 10's */
+    out.version = 10;
+    assert_int_equal(sophon__loader_stats_copy(&out, &src), 0);
+    assert_int_equal(out.crop_speed_measured, 2);
     out.version = SOPHON_LOADER_STATS_VERSION + 1;
     assert_int_equal(sophon__loader_stats_copy(&out, &src), -EINVAL);
     out.version = 0;

@@ -734,6 +734,45 @@ static void scale_box(void **state)
     sophon_records_free(set);
 }
 
+/* A stage's OSD speed: that stage's storage CPU scales in every record, nothing else does. */
+static void scale_stage(void **state)
+{
+    (void)state;
+    rng_state = 41;
+    sophon_records *set = random_set(4), *before = NULL;
+    assert_int_equal(sophon_records_copy(&before, set), 0);
+    assert_int_equal(sophon_records_scale_stage(set, SOPHON_STAGE_CROP, 3.25), 0);
+    for (size_t i = 0; i < 4; i++) {
+        const struct sophon_record *r = sophon_records_get(before, i);
+        const struct sophon_record *s = sophon_records_get(set, i);
+        for (int k = 0; k < SOPHON_STAGE_COUNT; k++) {
+            double osd = k == SOPHON_STAGE_CROP ? 3.25 : 1.0;
+            assert_true(s->stage[k].storage_cpu_s == r->stage[k].storage_cpu_s * osd);
+            assert_true(s->stage[k].client_cpu_s == r->stage[k].client_cpu_s);
+            assert_true(s->stage[k].bytes == r->stage[k].bytes);
+        }
+    }
+    /* And a plan that offered crops takes fewer of them once they cost more. */
+    struct sophon_budget b = SOPHON_BUDGET_INIT;
+    b.bandwidth_Bps = 1e6;
+    b.storage_cores = 0.5;
+    b.client_cores = 4;
+    b.policy = SOPHON_POLICY_ORACLE;
+    struct sophon_plan *p0 = NULL, *p1 = NULL;
+    assert_int_equal(sophon_plan_make(&p0, before, &b), 0);
+    assert_int_equal(sophon_plan_make(&p1, set, &b), 0);
+    assert_true(p1->storage_s >= p0->storage_s);
+    sophon_plan_free(p0);
+    sophon_plan_free(p1);
+    assert_int_equal(sophon_records_scale_stage(set, SOPHON_STAGE_STORED, 2), -EINVAL);
+    assert_int_equal(sophon_records_scale_stage(set, SOPHON_STAGE_COUNT, 2), -EINVAL);
+    assert_int_equal(sophon_records_scale_stage(set, SOPHON_STAGE_CROP, 0), -EINVAL);
+    assert_int_equal(sophon_records_scale_stage(set, SOPHON_STAGE_CROP, INFINITY), -EINVAL);
+    assert_int_equal(sophon_records_scale_stage(NULL, SOPHON_STAGE_CROP, 2), -EINVAL);
+    sophon_records_free(before);
+    sophon_records_free(set);
+}
+
 /* The cost of one box: the expectation at the mean share, more for a larger box of the same
  * image by the slope of its kind, never under a quarter of the expectation, the expectation where
  * the share makes no sense. */
@@ -951,6 +990,7 @@ int main(void)
         cmocka_unit_test(osd_operations_counted),
         cmocka_unit_test(client_bytes_counted),
         cmocka_unit_test(scale_box),
+        cmocka_unit_test(scale_stage),
         cmocka_unit_test(cost_model_box),
         cmocka_unit_test(scale_storage),
     };
