@@ -32,21 +32,19 @@ struct jvirt_barray_control {
  * has them off, nor in a process that turned them off for itself, as Ceph's daemons do (their
  * `thp` option, false by default: /proc/PID/status says THP_enabled: 0). There a mapping of its
  * own is a fault every 4 KB on every call, 880 a crop of a 1 MP image (14 ms of OSD CPU against
- * the heap's 4), while the heap hands back the blocks freed by the call before. Asked once: the
- * answer is the process's, set at its start.
+ * the heap's 4), while the heap hands back the blocks freed by the call before. The kernel's
+ * setting is read once; the process's is asked each time (a system call, and a process may
+ * change it).
  */
 static int huge_pages(void)
 {
-    static volatile int known = -1;
-    int v = known;
-    if (v >= 0)
-        return v;
-    v = 0;
+    static volatile int kernel = -1;
+    int k = kernel;
 #ifdef PR_GET_THP_DISABLE
-    if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0) {
-#else
-    {
+    if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 0)
+        return 0;
 #endif
+    if (k < 0) {
         char buf[128] = "";
         FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
         if (f != NULL) {
@@ -54,10 +52,10 @@ static int huge_pages(void)
                 buf[0] = '\0';
             fclose(f);
         }
-        v = strstr(buf, "[always]") != NULL || strstr(buf, "[madvise]") != NULL;
+        k = strstr(buf, "[always]") != NULL || strstr(buf, "[madvise]") != NULL;
+        kernel = k;
     }
-    known = v;
-    return v;
+    return k;
 }
 
 static struct sophon__coefmem *state(j_common_ptr c)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <cmocka.h>
 #include <jpeglib.h>
@@ -39,6 +40,8 @@ void *__wrap_calloc(size_t n, size_t m);
 
 /* Allocations left before failing; < 0 means never fail. Only the main thread arms it. */
 static long allocs_left = -1;
+/* Zeroed allocations of 256 KB or more so far: coefmem's arrays from the heap. */
+static long large_callocs;
 
 static int alloc_should_fail(void)
 {
@@ -57,6 +60,8 @@ void *__wrap_malloc(size_t n)
 
 void *__wrap_calloc(size_t n, size_t m)
 {
+    if (m != 0 && n >= ((size_t)256 << 10) / m)
+        large_callocs++;
     return alloc_should_fail() ? NULL : __real_calloc(n, m);
 }
 
@@ -1925,6 +1930,69 @@ static void test_crop_enomem(void **state)
     free(j.data);
 }
 
+/* One image's crop and progressive decode, as bytes to compare: 0, or what failed. */
+static int crop_and_pixels(const struct jpeg_buf *j, const struct sophon_prep_params *p,
+                           uint8_t *crop, size_t cap, size_t *n, uint8_t *px, size_t px_len)
+{
+    uint32_t ox, oy;
+    int rc = sophon_prep_crop(crop, cap, n, &ox, &oy, j->data, j->len, p, NULL,
+                              SOPHON_CROP_OPTIMIZE, NULL, 0);
+    return rc != 0 ? rc : sophon_prep_run(px, px_len, j->data, j->len, p, NULL, NULL, 0);
+}
+
+/*
+ * Where the process has no transparent huge pages (Ceph's OSDs turn them off), the coefficient
+ * arrays of a crop and of a progressive decode (over 256 KB here) come from the heap instead of a
+ * mapping of their own: the same bytes, allocation failures still -ENOMEM without a leak
+ * (valgrind's run). This process turns them off for itself, then on again.
+ */
+static void test_coefmem_without_huge_pages(void **state)
+{
+    struct jpeg_buf j = make_jpeg(K_420, 720, 540, 1, 90);
+    struct sophon_prep_params p = params(101, 37, 400, 380, 96, 96, 1);
+    size_t cap = j.len + 4096, px_len = sophon_prep_output_size(&p), n0 = 0, n = 0;
+    uint8_t *crop0 = malloc(cap), *crop = malloc(cap), *px0 = malloc(px_len), *px = malloc(px_len);
+    (void)state;
+    assert_true(crop0 != NULL && crop != NULL && px0 != NULL && px != NULL);
+    large_callocs = 0;
+    assert_int_equal(crop_and_pixels(&j, &p, crop0, cap, &n0, px0, px_len), 0);
+    /* Here, with huge pages (where the kernel has them), a mapping of their own. */
+    int kernel_thp = 0;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char buf[128] = "";
+    if (f != NULL) {
+        kernel_thp = fgets(buf, sizeof(buf), f) != NULL && strstr(buf, "[never]") == NULL;
+        fclose(f);
+    }
+    int was_off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+    if (kernel_thp && was_off == 0)
+        assert_int_equal(large_callocs, 0);
+    assert_int_equal(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0), 0);
+    large_callocs = 0;
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(crop_and_pixels(&j, &p, crop, cap, &n, px, px_len), 0);
+        assert_true(n == n0 && memcmp(crop, crop0, n) == 0);
+        assert_memory_equal(px, px0, px_len);
+    }
+    /* The crop's source arrays and the decode's, each time. */
+    assert_true(large_callocs >= 6);
+    int ok = 0;
+    for (long k = 0; k < 300 && !ok; k++) {
+        allocs_left = k;
+        int rc = crop_and_pixels(&j, &p, crop, cap, &n, px, px_len);
+        allocs_left = -1;
+        assert_true(rc == 0 || rc == -ENOMEM);
+        ok = rc == 0;
+    }
+    assert_true(ok);
+    assert_int_equal(prctl(PR_SET_THP_DISABLE, was_off == 1, 0, 0, 0), 0);
+    free(crop0);
+    free(crop);
+    free(px0);
+    free(px);
+    free(j.data);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1960,6 +2028,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_crop_smoothing),
         cmocka_unit_test(test_crop_errors),
         cmocka_unit_test(test_crop_enomem),
+        cmocka_unit_test(test_coefmem_without_huge_pages),
     };
 
     if (argc > 1)
