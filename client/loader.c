@@ -171,10 +171,10 @@ struct sophon_loader {
     double storage_model_s, storage_meas_s, client_model_s, client_meas_s;
     double storage_speed, client_speed;
     /* The same for the crop stage's preparations (their OSD CPU against the model's figure,
-     * SOPHON_SEL_CROP_OSD of the decode: the crop's CPU against the pipeline's is the machine's,
-     * 1.3x on one and 4.2x on another), kept apart from the pipeline's (u8, f32) that
-     * storage_speed is; crop_speed 0 while unknown (the plans take storage_speed), and
-     * crop_measured says where it came from (sophon.h). */
+     * SOPHON_SEL_CROP_OSD of the decode: the crop's CPU against the pipeline's is the machine's
+     * and the images', 1.1-1.9x, 4.2x with a class whose arrays faulted), kept apart from the
+     * pipeline's (u8, f32) that storage_speed is; crop_speed 0 while unknown (the plans take
+     * storage_speed), and crop_measured says where it came from (sophon.h). */
     double crop_model_s, crop_meas_s, crop_speed;
     int crop_measured;
     /* Per record, its OSD CPU measured over the model's (the mean of its last two samples), 0
