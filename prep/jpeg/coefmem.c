@@ -3,6 +3,7 @@
  */
 #include "coefmem.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,9 @@ struct jvirt_barray_control {
  */
 static int huge_pages(void)
 {
-    static volatile int kernel = -1;
-    int k = kernel;
+    /* Read and written by every thread that decodes; any of them may be the first. */
+    static _Atomic int kernel = -1;
+    int k = atomic_load_explicit(&kernel, memory_order_relaxed);
 #ifdef PR_GET_THP_DISABLE
     if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 0)
         return 0;
@@ -53,7 +55,7 @@ static int huge_pages(void)
             fclose(f);
         }
         k = strstr(buf, "[always]") != NULL || strstr(buf, "[madvise]") != NULL;
-        kernel = k;
+        atomic_store_explicit(&kernel, k, memory_order_relaxed);
     }
     return k;
 }
