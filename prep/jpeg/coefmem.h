@@ -7,11 +7,11 @@
  * progressive photo went to page faults and zeroing. Here the arrays of an image, if they
  * take 256 KB or more in all, share one anonymous mapping, zero already, in whole transparent
  * huge pages (madvise): a few faults instead of one per 4 KB, and fewer TLB misses while the
- * scans are decoded. Smaller ones come from libjpeg's pool, zeroed, as before, and so do all
- * of them in a process without huge pages (the kernel's are off, or the process turned them off
- * for itself, as Ceph's OSDs do): there a mapping of its own faults every 4 KB on every call,
- * and the heap reuses what the call before freed (an OSD's crop of a 1 MP image: 880 faults and
- * 14 ms of CPU in a mapping, 4 ms from the heap).
+ * scans are decoded. Smaller ones come from libjpeg's pool, zeroed, as before. In a process
+ * without huge pages (the kernel's are off, or the process turned them off for itself, as Ceph's
+ * OSDs do) the large ones come from the heap (calloc) instead: there a mapping of its own faults
+ * every 4 KB on every call, and the heap reuses what the call before freed (an OSD's crop of a
+ * 1 MP image: 880 faults and 14 ms of CPU in a mapping, 4 ms from the heap).
  *
  * It replaces the block-array methods of cinfo->mem (request_virt_barray, realize_virt_arrays,
  * access_virt_barray, and free_pool / self_destruct to unmap); sample arrays stay libjpeg's.

@@ -94,7 +94,7 @@ static void dest_term(j_compress_ptr c)
 struct crop_state {
     struct sophon__jpeg j; /* the source's decompressor and the error manager of both */
     struct sophon__coefmem coefmem;
-    struct sophon__coefmem dst_coefmem; /* the crop's arrays: zero already, in huge pages */
+    struct sophon__coefmem dst_coefmem; /* the crop's arrays, zero already (coefmem.h) */
     struct jpeg_compress_struct dst;
     int dst_created;
     struct crop_dest dest;
