@@ -4,6 +4,7 @@
  * speeds at which the OSDs and this client run it, on a sample, stored in the dataset's index.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@ static const char usage[] =
     "Makes a record for every JPEG object of the dataset: its header facts, read by the OSD\n"
     "holding it (sophon.probe), and the bytes and CPU costs of each stage the pipeline can stop\n"
     "at. CPU costs come from the cost model; the OSDs' speed is calibrated against this client's\n"
-    "by preparing a sample of objects in both places. Records go to the dataset's index in the\n"
+    "by preparing a sample of objects in both places, and each object's OSD CPU is measured\n"
+    "(one preparation in its OSD). Records go to the dataset's index in the\n"
     "cluster, where every client finds them. A second run profiles only new or changed objects.\n\n"
     "      --dataset NAME  dataset (default: the pool's name). Its objects are those `sophon put\n"
     "                      --dataset` registered, else those of --list, else the whole pool\n"
@@ -33,7 +35,10 @@ static const char usage[] =
     "      --jobs J        operations in flight (default 32)\n"
     "      --export FILE   write the dataset's records as CSV (after profiling, if -p is given)\n"
     "      --import FILE   store the records of a CSV file into the index instead of "
-    "profiling\n\n" CLI_COMMON_HELP;
+    "profiling\n"
+    "      --no-measure    records keep the cost model's OSD CPU (default: each object is\n"
+    "                      prepared once in its OSD and its records carry what it "
+    "took)\n\n" CLI_COMMON_HELP;
 
 struct item {
     char *name;
@@ -42,6 +47,9 @@ struct item {
     int todo;   /* new or changed since the last profile */
     int result; /* of stat or probe */
     struct sophon_probe_reply probe;
+    int measure;      /* to be prepared in its OSD (measure_costs) */
+    double osd_s;     /* the least OSD CPU seconds of its measured preparations; 0: none */
+    double osd_ratio; /* its records' OSD CPU against the model's (measure_costs); 0: the model's */
 };
 
 static int by_item_name(const void *a, const void *b)
@@ -149,8 +157,11 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
     return r == -ENOENT ? 0 : r;
 }
 
-/* Runs stat (probe = 0) or stat + sophon.probe (probe = 1) on every item marked todo, jobs at
- * a time, with a progress bar. */
+/* What run_ops does to each item: stat it (every item), stat and probe it (those marked todo),
+ * or prepare it in its OSD (those marked measure: the box of measure_params, its OSD CPU into
+ * the item's osd_s, the least of its measurements). */
+enum op_kind { OP_STAT, OP_PROBE, OP_MEASURE };
+
 struct pending {
     rados_completion_t c;
     rados_read_op_t op;
@@ -160,23 +171,51 @@ struct pending {
     int stat_rval, exec_rval;
     char *out;
     size_t out_len;
+    uint8_t req[SOPHON_REQUEST_LEN]; /* OP_MEASURE's request, alive until it completes */
 };
 
-static void pending_finish(struct pending *p, int probe, struct progress *pr)
+/* The preparation measure_costs has the OSDs make of an object: a box of the cost model's mean
+ * share of the image, of its shape, in its centre (RandomResizedCrop's boxes lie anywhere; the
+ * rows down to a box's last are decoded, the centre's is the mean), resized to 224x224 u8. */
+static struct sophon_prep_params measure_params(const struct item *it)
+{
+    struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    uint32_t w = it->probe.info.width, h = it->probe.info.height;
+    double side = sqrt(sophon_cost_model_default.box_share);
+    p.box_w = w > 1 ? (uint32_t)fmax(1.0, round(w * side)) : 1;
+    p.box_h = h > 1 ? (uint32_t)fmax(1.0, round(h * side)) : 1;
+    p.box_x = (w - p.box_w) / 2;
+    p.box_y = (h - p.box_h) / 2;
+    return p;
+}
+
+static void pending_finish(struct pending *p, enum op_kind kind, struct progress *pr)
 {
     rados_aio_wait_for_complete(p->c);
     int r = rados_aio_get_return_value(p->c);
-    if (r == 0 && p->stat_rval < 0)
-        r = p->stat_rval;
-    if (r == 0 && probe && p->exec_rval < 0)
-        r = p->exec_rval;
-    if (r == 0) {
-        p->it->size = p->size;
-        p->it->mtime = p->mtime;
-        if (probe && sophon_probe_decode(&p->it->probe, (const uint8_t *)p->out, p->out_len) < 0)
-            r = -EPROTO;
+    if (kind == OP_MEASURE) {
+        struct sophon_response h;
+        const uint8_t *payload;
+        if (r == 0 && p->exec_rval == 0 &&
+            sophon_response_decode(&h, &payload, (const uint8_t *)p->out, p->out_len) == 0 &&
+            h.cpu_ns > 0) {
+            double s = (double)h.cpu_ns / 1e9;
+            p->it->osd_s = p->it->osd_s > 0 ? fmin(p->it->osd_s, s) : s;
+        }
+    } else {
+        if (r == 0 && p->stat_rval < 0)
+            r = p->stat_rval;
+        if (r == 0 && kind == OP_PROBE && p->exec_rval < 0)
+            r = p->exec_rval;
+        if (r == 0) {
+            p->it->size = p->size;
+            p->it->mtime = p->mtime;
+            if (kind == OP_PROBE &&
+                sophon_probe_decode(&p->it->probe, (const uint8_t *)p->out, p->out_len) < 0)
+                r = -EPROTO;
+        }
+        p->it->result = r;
     }
-    p->it->result = r;
     if (p->out != NULL)
         rados_buffer_free(p->out);
     rados_release_read_op(p->op);
@@ -184,8 +223,17 @@ static void pending_finish(struct pending *p, int probe, struct progress *pr)
     progress_add(pr, 1, 0);
 }
 
-static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint64_t jobs,
-                   const char *what)
+/* Whether run_ops does `kind` to item it. */
+static int op_wanted(const struct item *it, enum op_kind kind)
+{
+    return kind == OP_STAT || (kind == OP_PROBE && it->todo) || (kind == OP_MEASURE && it->measure);
+}
+
+/* Runs `kind` on the items it applies to, jobs at a time, with a progress bar; wire is the
+ * class's wire version for OP_MEASURE's requests. Returns 0 or -ENOMEM (the items' own errors
+ * go into them). */
+static int run_ops(struct cli *c, struct item *items, size_t n, enum op_kind kind, uint16_t wire,
+                   uint64_t jobs, const char *what)
 {
     struct pending *ring = calloc(jobs, sizeof(*ring));
     struct progress pr;
@@ -193,45 +241,59 @@ static int run_ops(struct cli *c, struct item *items, size_t n, int probe, uint6
     if (ring == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        total += !probe || items[i].todo;
+        total += op_wanted(&items[i], kind);
     progress_start(&pr, what, total);
     for (size_t i = 0; i < n; i++) {
-        if (probe && !items[i].todo)
+        if (!op_wanted(&items[i], kind))
             continue;
         if (inflight == jobs) {
-            pending_finish(&ring[head], probe, &pr);
+            pending_finish(&ring[head], kind, &pr);
             head = (head + 1) % jobs;
             inflight--;
         }
         struct pending *p = &ring[(head + inflight) % jobs];
         memset(p, 0, sizeof(*p));
         p->it = &items[i];
+        int req_len = 0;
+        if (kind == OP_MEASURE) {
+            struct sophon_prep_params q = measure_params(&items[i]);
+            if ((req_len = sophon_request_encode_as(p->req, sizeof(p->req), &q, wire)) < 0)
+                continue; /* left unmeasured */
+        }
         int r = rados_aio_create_completion(NULL, NULL, NULL, &p->c);
         if (r < 0) {
-            items[i].result = r;
+            if (kind != OP_MEASURE)
+                items[i].result = r;
             continue;
         }
         p->op = rados_create_read_op();
         if (p->op == NULL) {
             rados_aio_release(p->c);
-            items[i].result = -ENOMEM;
+            if (kind != OP_MEASURE)
+                items[i].result = -ENOMEM;
             continue;
         }
-        rados_read_op_stat(p->op, &p->size, &p->mtime, &p->stat_rval);
-        if (probe)
-            rados_read_op_exec(p->op, "sophon", "probe", NULL, 0, &p->out, &p->out_len,
-                               &p->exec_rval);
+        if (kind == OP_MEASURE) {
+            rados_read_op_exec(p->op, "sophon", "prep", (const char *)p->req, (size_t)req_len,
+                               &p->out, &p->out_len, &p->exec_rval);
+        } else {
+            rados_read_op_stat(p->op, &p->size, &p->mtime, &p->stat_rval);
+            if (kind == OP_PROBE)
+                rados_read_op_exec(p->op, "sophon", "probe", NULL, 0, &p->out, &p->out_len,
+                                   &p->exec_rval);
+        }
         r = rados_aio_read_op_operate(p->op, c->io, p->c, items[i].name, 0);
         if (r < 0) {
             rados_release_read_op(p->op);
             rados_aio_release(p->c);
-            items[i].result = r;
+            if (kind != OP_MEASURE)
+                items[i].result = r;
             continue;
         }
         inflight++;
     }
     while (inflight > 0) {
-        pending_finish(&ring[head], probe, &pr);
+        pending_finish(&ring[head], kind, &pr);
         head = (head + 1) % jobs;
         inflight--;
     }
@@ -577,6 +639,7 @@ enum {
     OPT_JOBS,
     OPT_EXPORT,
     OPT_IMPORT,
+    OPT_NO_MEASURE,
 };
 
 static const struct option longopts[] = {
@@ -587,6 +650,7 @@ static const struct option longopts[] = {
     {"jobs", required_argument, NULL, OPT_JOBS},
     {"export", required_argument, NULL, OPT_EXPORT},
     {"import", required_argument, NULL, OPT_IMPORT},
+    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
     {NULL, 0, NULL, 0},
 };
 
@@ -595,6 +659,7 @@ struct profile_args {
     struct cli c;
     const char *dataset, *list, *export_path, *import_path;
     uint64_t sample, jobs;
+    int no_measure;
 };
 
 /* One option of sophon profile's own: 1 handled, 0 not one of them, -1 invalid (said why). */
@@ -619,6 +684,9 @@ static int profile_option(void *arg_, int opt, const char *arg)
     case OPT_IMPORT:
         a->import_path = arg;
         return 1;
+    case OPT_NO_MEASURE:
+        a->no_measure = 1;
+        return 1;
     default:
         return 0;
     }
@@ -642,6 +710,97 @@ static int parse_args(int argc, char **argv, struct profile_args *a, int *code)
     return 0;
 }
 
+/* A preparation measured over RATIO_AGAIN times the model's figure, or under its inverse, is
+ * made again and the lesser CPU kept: this machine's CPU time for the same call jumps now and
+ * then (3.2 ms became 43.5 once in a run of six in an OSD, 4.8 became 15.5 here), never down.
+ * The ratio an object's records keep lies within [1 / RATIO_MAX, RATIO_MAX]. */
+#define RATIO_AGAIN 1.5
+#define RATIO_MAX   8.0
+
+/* The cost model's OSD CPU for item it's measure_params box, in model seconds. */
+static double measured_box_model_s(const struct item *it)
+{
+    struct sophon_record rec = probed_record(it);
+    struct sophon_prep_params p = measure_params(it);
+    double area = (double)rec.width * rec.height;
+    return sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+}
+
+/*
+ * Each object probed in this run prepared in its OSD (measure_params: one box of the mean
+ * share, in the image's centre), as a profiling epoch of the SOPHON paper records every sample's
+ * preparation time: its OSD CPU against the cost model's figure at the OSDs' speed (model
+ * seconds per second, the calibration's) is the ratio its records' OSD CPU is scaled by (item
+ * osd_ratio), so that a plan divides each record by the speed and gets the object's own. The
+ * model's error is not the same on every image: on the main job's photos, an 18-megapixel
+ * progressive one cost 1.6-1.9x its figure where the sample's small ones cost 0.5-0.8x, and the
+ * plans offloading it first ran 25-30% longer than they said. Objects that could not be
+ * prepared keep the model's figure. Said on stdout.
+ */
+static void measure_costs(struct profile_args *a, struct item *items, size_t n, double speed)
+{
+    uint16_t wire = 0;
+    size_t want = 0, again = 0, m = 0;
+    double *ratios = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        it->measure = it->todo && it->result == 0 && it->probe.info.width > 0 &&
+                      it->probe.info.height > 0 && measured_box_model_s(it) > 0;
+        want += it->measure;
+        if (it->measure && wire == 0) {
+            int r = sophon__class_wire(&wire, a->c.io, it->name);
+            if (r < 0) {
+                fprintf(stderr,
+                        "sophon profile: measuring the preparations in the OSDs failed (%s): "
+                        "the records keep the cost model's OSD CPU\n",
+                        strerror(-r));
+                goto out;
+            }
+        }
+    }
+    if (want == 0 || (ratios = malloc(want * sizeof(*ratios))) == NULL ||
+        run_ops(&a->c, items, n, OP_MEASURE, wire, a->jobs, "measure") < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        if (!it->measure || !(it->osd_s > 0)) {
+            it->measure = 0;
+            continue;
+        }
+        double r = it->osd_s * speed / measured_box_model_s(it);
+        it->measure = !(r <= RATIO_AGAIN && r >= 1 / RATIO_AGAIN);
+        again += it->measure;
+    }
+    if (again > 0 && run_ops(&a->c, items, n, OP_MEASURE, wire, a->jobs, "measure again") < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        if (it->osd_s > 0) {
+            double r = it->osd_s * speed / measured_box_model_s(it);
+            it->osd_ratio = fmin(RATIO_MAX, fmax(1 / RATIO_MAX, r));
+            ratios[m++] = it->osd_ratio;
+        }
+    }
+    if (m == 0) {
+        fprintf(stderr, "sophon profile: no object could be prepared in the OSDs to measure its "
+                        "CPU: the records keep the cost model's OSD CPU\n");
+        goto out;
+    }
+    qsort(ratios, m, sizeof(*ratios), by_value);
+    printf("measured in the OSDs: %zu objects, one preparation each (a centred box of %.0f%% of "
+           "the image, %zu again, the lesser kept); the records' OSD CPU is each one's own: the "
+           "model's times %.2f (median), %.2f to %.2f (10th to 90th percentile)",
+           m, 100 * sophon_cost_model_default.box_share, again, ratios[m / 2],
+           ratios[(size_t)(0.1 * (double)(m - 1))], ratios[(size_t)(0.9 * (double)(m - 1))]);
+    if (m < want)
+        printf("; %zu could not be prepared (the model's figure)", want - m);
+    printf("\n");
+out:
+    for (size_t i = 0; i < n; i++)
+        items[i].measure = 0;
+    free(ratios);
+}
+
 /*
  * Marks the items new or changed since the last profile (todo): stat every object and compare
  * with the stamps; *missing counts those gone, *unchanged the others not marked. Then probes the
@@ -659,7 +818,7 @@ static int find_changes(struct profile_args *a, struct item *items, size_t n, si
         cli_error(&a->c, "cannot read the index of dataset %s: %s", a->dataset, strerror(-r));
         return -1;
     }
-    if ((r = run_ops(&a->c, items, n, 0, a->jobs, "stat")) < 0) {
+    if ((r = run_ops(&a->c, items, n, OP_STAT, 0, a->jobs, "stat")) < 0) {
         sophon__index_stamps_free(stamps, nstamps);
         cli_error(&a->c, "cannot stat the objects: %s", strerror(-r));
         return -1;
@@ -677,7 +836,7 @@ static int find_changes(struct profile_args *a, struct item *items, size_t n, si
         *unchanged += !items[i].todo;
     }
     sophon__index_stamps_free(stamps, nstamps);
-    if ((r = run_ops(&a->c, items, n, 1, a->jobs, "probe")) < 0) {
+    if ((r = run_ops(&a->c, items, n, OP_PROBE, 0, a->jobs, "probe")) < 0) {
         cli_error(&a->c, "cannot probe the objects: %s", strerror(-r));
         return -1;
     }
@@ -750,6 +909,10 @@ static int write_records(struct profile_args *a, const struct item *items, size_
                 (*rejected)++;
                 continue;
             }
+            /* The OSD CPU its own preparation took, where measured (measure_costs). */
+            for (int s = 0; s < SOPHON_STAGE_COUNT && it->osd_ratio > 0; s++)
+                if (s != SOPHON_STAGE_STORED)
+                    rec->stage[s].storage_cpu_s *= it->osd_ratio;
         }
         entries[ne] = (struct sophon_index_entry){
             .name = it->name, .record = rec, .size = it->size, .mtime = it->mtime};
@@ -767,11 +930,10 @@ done:
     return r;
 }
 
-/* The OSDs' speed against this client's, on a sample of the items just probed, into the index.
- * A failure is said and leaves the records as they are. */
-static void store_calibration(struct profile_args *a, const struct item *items, size_t n)
+/* The OSDs' speed against this client's (calibrate, on a sample of the items just probed), into
+ * the index. A failure is said and leaves the records as they are. */
+static void store_calibration(struct profile_args *a, struct calibration k)
 {
-    struct calibration k = calibrate(&a->c, items, n, a->sample);
     int r;
 
     if (k.storage_speed <= 0) {
@@ -828,8 +990,18 @@ static int profile(struct profile_args *a, struct item **items, size_t *n)
         return -1;
     }
     qsort(*items, *n, sizeof(**items), by_item_name);
-    if (find_changes(a, *items, *n, &unchanged, &missing) < 0 ||
-        write_records(a, *items, *n, &written, &unsupported, &rejected) < 0)
+    if (find_changes(a, *items, *n, &unchanged, &missing) < 0)
+        return -1;
+    size_t probed = 0;
+    for (size_t i = 0; i < *n; i++)
+        probed += (*items)[i].todo && (*items)[i].result == 0;
+    /* The speeds first: the measured objects' ratios are against the model at the OSDs' speed. */
+    struct calibration k = {.osd_op_s = -1, .client_byte_s = -1};
+    if (a->sample > 0 && probed > 0)
+        k = calibrate(&a->c, *items, *n, a->sample);
+    if (!a->no_measure && probed > 0)
+        measure_costs(a, *items, *n, k.storage_speed > 0 ? k.storage_speed : 1.0);
+    if (write_records(a, *items, *n, &written, &unsupported, &rejected) < 0)
         return -1;
     secs = progress_now() - t0;
     char kinds[64] = "";
@@ -839,8 +1011,8 @@ static int profile(struct profile_args *a, struct item **items, size_t *n)
            "JPEGs or unreadable, %zu gone; %.1f s, %.0f records/s\n",
            a->dataset, *n, written, kinds, unchanged, rejected, missing, secs,
            secs > 0 ? (double)*n / secs : 0);
-    if (a->sample > 0 && written > 0)
-        store_calibration(a, *items, *n);
+    if (a->sample > 0 && probed > 0 && written > 0)
+        store_calibration(a, k);
     return 0;
 }
 

@@ -65,6 +65,46 @@ grep -q "model speeds: OSD $sspeed, its crop stage $crop_speed (as profiled), cl
     grep -q "planned with $op_ms ms an operation beyond the preparations, as profiled" <<<"$first" &&
     grep -q "$byte_ns ns, as profiled, " <<<"$first" &&
     ok "and the loader's first epoch too" || bad "calibrated figures '$speeds' $op_ms not in the load: $first"
+# Each object prepared once in its OSD (a centred box of the model's mean share, 40%): its records'
+# OSD CPU is what that took, not the cost model's figure. A copy of the records imported and
+# profiled again with --no-measure keeps the model's: the two differ object by object (each by
+# the ratio the profile measured, within its bounds), and the measured ones over the OSDs' speed
+# are what the OSD reports for that box again (sophon exec, the least of three; the sum over
+# the five within 0.6-1.7x: this machine's CPU time wanders by a fifth).
+grep -Eq "measured in the OSDs: 5 objects, one preparation each" <<<"$out" &&
+    ok "profile measures each object's preparation in its OSD" || bad "no measurement: $out"
+"$sophon" profile --id sophon -p "$pool" --dataset "$ds" --sample 0 --export "$work/measured.csv" >/dev/null
+"$sophon" profile --id sophon -p "$pool" --dataset "$ds.model" --import "$work/measured.csv" >/dev/null
+out_model=$("$sophon" profile --id sophon -p "$pool" --dataset "$ds.model" --sample 0 --no-measure \
+    --export "$work/model.csv" 2>&1)
+grep -q "measured in the OSDs" <<<"$out_model" && bad "--no-measure measured: $out_model"
+ratios=$(/usr/bin/python3 - "$work/measured.csv" "$work/model.csv" <<'PY'
+import csv, sys
+m, b = ({r["name"]: r for r in csv.DictReader(open(f))} for f in sys.argv[1:3])
+for n in sorted(m):
+    print(n, m[n]["width"], m[n]["height"], float(m[n]["u8_storage_cpu_s"]) / float(b[n]["u8_storage_cpu_s"]),
+          m[n]["u8_storage_cpu_s"])
+PY
+)
+awk '{ if ($4 < 0.124 || $4 > 8.01) bad = 1; if ($4 < 0.999 || $4 > 1.001) differ++ }
+     END { exit !(NR == 5 && !bad && differ >= 1) }' <<<"$ratios" &&
+    ok "the records carry each object's measured OSD CPU, the model's with --no-measure ($(awk '{ printf "%.2f ", $4 }' <<<"$ratios")x)" ||
+    bad "measured against model records: $ratios"
+again=0 recorded=0
+while read -r name w h _ rec_s; do
+    read -r bx by bw bh < <(awk -v w="$w" -v h="$h" 'BEGIN { s = sqrt(0.4012); bw = int(w * s + 0.5); bh = int(h * s + 0.5); printf "%d %d %d %d\n", int((w - bw) / 2), int((h - bh) / 2), bw, bh }')
+    least=
+    for _ in 1 2 3; do
+        ms=$("$sophon" exec --id sophon -p "$pool" "$name" --box "$bx,$by,$bw,$bh" -o /dev/null 2>&1 |
+            sed -nE 's/.*OSD CPU ([0-9.]+) ms.*/\1/p')
+        least=$(awk -v a="$least" -v b="$ms" 'BEGIN { print (a == "" || b < a) ? b : a }')
+    done
+    again=$(awk -v a="$again" -v b="$least" 'BEGIN { print a + b / 1000 }')
+    recorded=$(awk -v a="$recorded" -v r="$rec_s" -v s="$sspeed" 'BEGIN { print a + r / s }')
+done <<<"$ratios"
+awk -v a="$again" -v r="$recorded" 'BEGIN { exit !(a > 0 && r / a > 0.6 && r / a < 1.7) }' &&
+    ok "the records over the OSDs' speed are what the OSDs take again (${recorded} s, measured ${again} s)" ||
+    bad "records ${recorded} s over the speed against ${again} s prepared again"
 rados -p "$pool" -N .sophon setomapval "dataset.$ds" @profile "storage_speed=2.5" &&
     plan=$("$sophon" plan -p "$pool" --dataset "$ds" --net 100Mbit --storage-cores 1 \
         --client-cores 1 --policy none 2>&1)
