@@ -50,6 +50,8 @@ struct item {
     int measure;      /* to be prepared in its OSD (measure_costs) */
     double osd_s;     /* the least OSD CPU seconds of its measured preparations; 0: none */
     double osd_ratio; /* its records' OSD CPU against the model's (measure_costs); 0: the model's */
+    double crop_s;    /* the same for the crop stage of that box */
+    double crop_ratio; /* its crop record's against the model's; 0: osd_ratio's */
 };
 
 static int by_item_name(const void *a, const void *b)
@@ -159,8 +161,8 @@ static int gather(struct cli *c, const char *dataset, const char *list, struct i
 
 /* What run_ops does to each item: stat it (every item), stat and probe it (those marked todo),
  * or prepare it in its OSD (those marked measure: the box of measure_params, its OSD CPU into
- * the item's osd_s, the least of its measurements). */
-enum op_kind { OP_STAT, OP_PROBE, OP_MEASURE };
+ * the item's osd_s, the least of its measurements; the crop stage of that box into crop_s). */
+enum op_kind { OP_STAT, OP_PROBE, OP_MEASURE, OP_MEASURE_CROP };
 
 struct pending {
     rados_completion_t c;
@@ -177,9 +179,13 @@ struct pending {
 /* The preparation measure_costs has the OSDs make of an object: a box of the cost model's mean
  * share of the image, of its shape, in its centre (RandomResizedCrop's boxes lie anywhere; the
  * rows down to a box's last are decoded, the centre's is the mean), resized to 224x224 u8. */
-static struct sophon_prep_params measure_params(const struct item *it)
+static struct sophon_prep_params measure_params(const struct item *it, enum op_kind kind)
 {
     struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
+    if (kind == OP_MEASURE_CROP) { /* as calibrate_crop and the loader ask for it */
+        p.stage = SOPHON_WIRE_CROP;
+        p.fallback = SOPHON_FALLBACK_PIXELS;
+    }
     uint32_t w = it->probe.info.width, h = it->probe.info.height;
     double side = sqrt(sophon_cost_model_default.box_share);
     p.box_w = w > 1 ? (uint32_t)fmax(1.0, round(w * side)) : 1;
@@ -193,14 +199,15 @@ static void pending_finish(struct pending *p, enum op_kind kind, struct progress
 {
     rados_aio_wait_for_complete(p->c);
     int r = rados_aio_get_return_value(p->c);
-    if (kind == OP_MEASURE) {
+    if (kind == OP_MEASURE || kind == OP_MEASURE_CROP) {
         struct sophon_response h;
         const uint8_t *payload;
+        double *least = kind == OP_MEASURE ? &p->it->osd_s : &p->it->crop_s;
         if (r == 0 && p->exec_rval == 0 &&
             sophon_response_decode(&h, &payload, (const uint8_t *)p->out, p->out_len) == 0 &&
             h.cpu_ns > 0) {
             double s = (double)h.cpu_ns / 1e9;
-            p->it->osd_s = p->it->osd_s > 0 ? fmin(p->it->osd_s, s) : s;
+            *least = *least > 0 ? fmin(*least, s) : s;
         }
     } else {
         if (r == 0 && p->stat_rval < 0)
@@ -226,7 +233,8 @@ static void pending_finish(struct pending *p, enum op_kind kind, struct progress
 /* Whether run_ops does `kind` to item it. */
 static int op_wanted(const struct item *it, enum op_kind kind)
 {
-    return kind == OP_STAT || (kind == OP_PROBE && it->todo) || (kind == OP_MEASURE && it->measure);
+    return kind == OP_STAT || (kind == OP_PROBE && it->todo) ||
+           ((kind == OP_MEASURE || kind == OP_MEASURE_CROP) && it->measure);
 }
 
 /* Runs `kind` on the items it applies to, jobs at a time, with a progress bar; wire is the
@@ -255,25 +263,26 @@ static int run_ops(struct cli *c, struct item *items, size_t n, enum op_kind kin
         memset(p, 0, sizeof(*p));
         p->it = &items[i];
         int req_len = 0;
-        if (kind == OP_MEASURE) {
-            struct sophon_prep_params q = measure_params(&items[i]);
+        int measuring = kind == OP_MEASURE || kind == OP_MEASURE_CROP;
+        if (measuring) {
+            struct sophon_prep_params q = measure_params(&items[i], kind);
             if ((req_len = sophon_request_encode_as(p->req, sizeof(p->req), &q, wire)) < 0)
                 continue; /* left unmeasured */
         }
         int r = rados_aio_create_completion(NULL, NULL, NULL, &p->c);
         if (r < 0) {
-            if (kind != OP_MEASURE)
+            if (!measuring)
                 items[i].result = r;
             continue;
         }
         p->op = rados_create_read_op();
         if (p->op == NULL) {
             rados_aio_release(p->c);
-            if (kind != OP_MEASURE)
+            if (!measuring)
                 items[i].result = -ENOMEM;
             continue;
         }
-        if (kind == OP_MEASURE) {
+        if (measuring) {
             rados_read_op_exec(p->op, "sophon", "prep", (const char *)p->req, (size_t)req_len,
                                &p->out, &p->out_len, &p->exec_rval);
         } else {
@@ -286,7 +295,7 @@ static int run_ops(struct cli *c, struct item *items, size_t n, enum op_kind kin
         if (r < 0) {
             rados_release_read_op(p->op);
             rados_aio_release(p->c);
-            if (kind != OP_MEASURE)
+            if (!measuring)
                 items[i].result = r;
             continue;
         }
@@ -721,7 +730,7 @@ static int parse_args(int argc, char **argv, struct profile_args *a, int *code)
 static double measured_box_model_s(const struct item *it)
 {
     struct sophon_record rec = probed_record(it);
-    struct sophon_prep_params p = measure_params(it);
+    struct sophon_prep_params p = measure_params(it, OP_MEASURE);
     double area = (double)rec.width * rec.height;
     return sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
 }
@@ -734,10 +743,16 @@ static double measured_box_model_s(const struct item *it)
  * osd_ratio), so that a plan divides each record by the speed and gets the object's own. The
  * model's error is not the same on every image: on the main job's photos, an 18-megapixel
  * progressive one cost 1.6-1.9x its figure where the sample's small ones cost 0.5-0.8x, and the
- * plans offloading it first ran 25-30% longer than they said. Objects that could not be
- * prepared keep the model's figure. Said on stdout.
+ * plans offloading it first ran 25-30% longer than they said. Where the class makes crops (wire
+ * format 3), the crop stage of the same box too, twice (the lesser kept), against the crop's
+ * figure at the OSDs' speed for it (crop_speed, the calibration's; the pipeline's where it has
+ * none): item crop_ratio. Its ratio to the pipeline is not the same on every image either: the
+ * crop's fixed work (a compressor, its tables and markers) weighs on small images, and the
+ * loaders' first epochs measured their crops at 2-3.6x what the calibration's sample said.
+ * Objects that could not be prepared keep the model's figure. Said on stdout.
  */
-static void measure_costs(struct profile_args *a, struct item *items, size_t n, double speed)
+static void measure_costs(struct profile_args *a, struct item *items, size_t n, double speed,
+                          double crop_speed)
 {
     uint16_t wire = 0;
     size_t want = 0, again = 0, m = 0;
@@ -795,6 +810,29 @@ static void measure_costs(struct profile_args *a, struct item *items, size_t n, 
     if (m < want)
         printf("; %zu could not be prepared (the model's figure)", want - m);
     printf("\n");
+    if (wire < SOPHON_WIRE_V3)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        items[i].measure = items[i].osd_s > 0;
+    if (run_ops(&a->c, items, n, OP_MEASURE_CROP, wire, a->jobs, "measure crops") < 0 ||
+        run_ops(&a->c, items, n, OP_MEASURE_CROP, wire, a->jobs, "measure crops again") < 0)
+        goto out;
+    size_t mc = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        if (it->crop_s > 0) {
+            double r = it->crop_s * crop_speed / (SOPHON_SEL_CROP_OSD * measured_box_model_s(it));
+            it->crop_ratio = fmin(RATIO_MAX, fmax(1 / RATIO_MAX, r));
+            ratios[mc++] = it->crop_ratio;
+        }
+    }
+    if (mc == 0)
+        goto out;
+    qsort(ratios, mc, sizeof(*ratios), by_value);
+    printf("and the crop stage of the same box, twice each (the lesser kept), on %zu of them: "
+           "the model's crop times %.2f (median), %.2f to %.2f (10th to 90th percentile)\n",
+           mc, ratios[mc / 2], ratios[(size_t)(0.1 * (double)(mc - 1))],
+           ratios[(size_t)(0.9 * (double)(mc - 1))]);
 out:
     for (size_t i = 0; i < n; i++)
         items[i].measure = 0;
@@ -909,10 +947,12 @@ static int write_records(struct profile_args *a, const struct item *items, size_
                 (*rejected)++;
                 continue;
             }
-            /* The OSD CPU its own preparation took, where measured (measure_costs). */
+            /* The OSD CPU its own preparations took, where measured (measure_costs). */
             for (int s = 0; s < SOPHON_STAGE_COUNT && it->osd_ratio > 0; s++)
                 if (s != SOPHON_STAGE_STORED)
-                    rec->stage[s].storage_cpu_s *= it->osd_ratio;
+                    rec->stage[s].storage_cpu_s *= s == SOPHON_STAGE_CROP && it->crop_ratio > 0
+                                                       ? it->crop_ratio
+                                                       : it->osd_ratio;
         }
         entries[ne] = (struct sophon_index_entry){
             .name = it->name, .record = rec, .size = it->size, .mtime = it->mtime};
@@ -1000,7 +1040,10 @@ static int profile(struct profile_args *a, struct item **items, size_t *n)
     if (a->sample > 0 && probed > 0)
         k = calibrate(&a->c, *items, *n, a->sample);
     if (!a->no_measure && probed > 0)
-        measure_costs(a, *items, *n, k.storage_speed > 0 ? k.storage_speed : 1.0);
+        measure_costs(a, *items, *n, k.storage_speed > 0 ? k.storage_speed : 1.0,
+                      k.crop_speed > 0      ? k.crop_speed
+                      : k.storage_speed > 0 ? k.storage_speed
+                                            : 1.0);
     if (write_records(a, *items, *n, &written, &unsupported, &rejected) < 0)
         return -1;
     secs = progress_now() - t0;
