@@ -523,7 +523,8 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
         local[0] += local_s;
         /* The box's figure, not the expectation over all boxes: the loader's speeds are its
          * samples' boxes' figures over their CPU. */
-        double box = sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+        double box = sophon_cost_model_box_at_s(&rec, (double)p.box_w * p.box_h / area,
+                                                (double)(p.box_y + p.box_h) / rec.height, NULL);
         model += box;
         /* And the crop stage's: its records' figure is SOPHON_SEL_CROP_OSD of the decode. */
         if (calibrate_crop(c, it->name, &p, wire, &osd_s) == 0) {
@@ -732,7 +733,8 @@ static double measured_box_model_s(const struct item *it)
     struct sophon_record rec = probed_record(it);
     struct sophon_prep_params p = measure_params(it, OP_MEASURE);
     double area = (double)rec.width * rec.height;
-    return sophon_cost_model_box_s(&rec, (double)p.box_w * p.box_h / area, NULL);
+    return sophon_cost_model_box_at_s(&rec, (double)p.box_w * p.box_h / area,
+                                      (double)(p.box_y + p.box_h) / rec.height, NULL);
 }
 
 /*

@@ -181,8 +181,8 @@ struct sophon_loader {
      * while never measured: the planner's storage CPU for the objects it has seen. */
     double *obj_ratio;
     /* Per record, this epoch's box's decode cost against the expected box's
-     * (sophon_cost_model_box_factor; 0: not known, taken as 1): the model's figures for this
-     * epoch's samples, in the plans and against what is measured. */
+     * (sophon_cost_model_box_at_factor: its share and depth; 0: not known, taken as 1): the model's
+     * figures for this epoch's samples, in the plans and against what is measured. */
     double *box_factor;
     /* The OSD processes holding this loader's objects (osd_cpu.h; n 0 when they cannot be
      * asked), and whether the current epoch's interval started with an answer from each; the
@@ -1767,12 +1767,13 @@ static double shard_epoch_s(struct sophon_loader *l, const struct sophon_plan *p
  * The records this epoch is planned with: the dataset's, each object's OSD CPU as measured
  * where it was (obj_ratio, unless no_adapt), the OSDs' CPU per operation
  * (l->osd_op_s, OSD seconds: times the storage speed, which the planner divides by), each
- * record's decodes for the box its sample gets this epoch (box_factor, the cost model's box
- * against the expected one), and where the crop stage is offered, each record's crop bytes for
- * that box (the area model: the bytes the record expects for a crop of SOPHON_SEL_CROP_SHARE of
- * the image, scaled to this box's crop region). Every rank computes the same figures from the
- * same profile (no_adapt); what adapts, the speeds and obj_ratio, is each rank's own measurement.
- * l->seed, l->epoch and l->storage_speed are the epoch's. Returns the set or NULL (no memory).
+ * record's decodes for the box its sample gets this epoch (box_factor, the cost model's box,
+ * its share and where its last row lies, against the expected one), and where the crop stage is
+ * offered, each record's crop bytes for that box (the area model: the bytes the record expects for
+ * a crop of SOPHON_SEL_CROP_SHARE of the image, scaled to this box's crop region). Every rank
+ * computes the same figures from the same profile (no_adapt); what adapts, the speeds and
+ * obj_ratio, is each rank's own measurement. l->seed, l->epoch and l->storage_speed are the
+ * epoch's. Returns the set or NULL (no memory).
  */
 static const sophon_records *epoch_records(struct sophon_loader *l)
 {
@@ -1799,8 +1800,8 @@ static const sophon_records *epoch_records(struct sophon_loader *l)
         if (geometry_unknown(rec) || sample_params(l, i, rec->width, rec->height, &p) < 0)
             continue;
         double area = (double)rec->width * rec->height;
-        l->box_factor[i] =
-            sophon_cost_model_box_factor(rec, (double)p.box_w * p.box_h / area, NULL);
+        l->box_factor[i] = sophon_cost_model_box_at_factor(
+            rec, (double)p.box_w * p.box_h / area, (double)(p.box_y + p.box_h) / rec->height, NULL);
         sophon_records_scale_box(l->epoch_records, i, l->box_factor[i]);
         uint64_t expected = rec->stage[SOPHON_STAGE_CROP].bytes;
         uint32_t iw, ih, x, y, w, h;

@@ -808,6 +808,23 @@ static void cost_model_box(void **state)
     assert_true(sophon_cost_model_box_factor(&big, 0, NULL) == 1.0);
     assert_true(sophon_cost_model_box_factor(&big, 1.5, NULL) == 1.0);
     assert_true(sophon_cost_model_box_factor(&big, NAN, NULL) == 1.0);
+    /* Where the box lies: the rows down to its last are decoded, at the model's per-byte term
+     * per unit of depth beyond the mean box's; no depth, or one out of range, is the mean's. */
+    double mean = sophon_cost_model_box_s(&base, 0.3, NULL);
+    assert_true(fabs(sophon_cost_model_box_at_s(&base, 0.3, SOPHON_COST_MODEL_DEPTH, NULL) - mean) <
+                1e-12);
+    assert_true(fabs(sophon_cost_model_box_at_s(&base, 0.3, 1.0, NULL) -
+                     (mean + m->per_byte_s * 16400000.0 * (1.0 - SOPHON_COST_MODEL_DEPTH))) <
+                1e-12);
+    assert_true(sophon_cost_model_box_at_s(&base, 0.3, 0.4, NULL) < mean);
+    assert_true(sophon_cost_model_box_at_s(&base, 0.3, 0, NULL) == mean);
+    assert_true(sophon_cost_model_box_at_s(&base, 0.3, 1.5, NULL) == mean);
+    assert_true(sophon_cost_model_box_at_factor(&big, 0.3, 1.0, NULL) >
+                sophon_cost_model_box_factor(&big, 0.3, NULL));
+    assert_true(sophon_cost_model_box_at_factor(&big, 0.3, 0.55, NULL) <
+                sophon_cost_model_box_factor(&big, 0.3, NULL));
+    /* Never under a quarter of the expectation, at any depth. */
+    assert_true(sophon_cost_model_box_at_s(&base, 0.01, 0.01, &steep) >= 0.25 * tb - 1e-12);
 }
 
 /* Records over the OSDs' per-call pixel cap lose their offloaded stages, the others keep them. */
