@@ -176,16 +176,31 @@ struct pending {
     uint8_t req[SOPHON_REQUEST_LEN]; /* OP_MEASURE's request, alive until it completes */
 };
 
+/* p asking for the crop stage of its box, as the loader does (the crop, or the u8 pixels where
+ * they are smaller or the crop is not exact). */
+static void ask_crop(struct sophon_prep_params *p)
+{
+    p->stage = SOPHON_WIRE_CROP;
+    p->fallback = SOPHON_FALLBACK_PIXELS;
+}
+
+/* The cost model's OSD CPU for rec's preparation of p's box (its share and depth), model
+ * seconds. */
+static double box_model_s(const struct sophon_record *rec, const struct sophon_prep_params *p)
+{
+    double area = (double)rec->width * rec->height;
+    return sophon_cost_model_box_at_s(rec, (double)p->box_w * p->box_h / area,
+                                      (double)(p->box_y + p->box_h) / rec->height, NULL);
+}
+
 /* The preparation measure_costs has the OSDs make of an object: a box of the cost model's mean
  * share of the image, of its shape, in its centre (RandomResizedCrop's boxes lie anywhere; the
  * rows down to a box's last are decoded, the centre's is the mean), resized to 224x224 u8. */
 static struct sophon_prep_params measure_params(const struct item *it, enum op_kind kind)
 {
     struct sophon_prep_params p = SOPHON_PREP_PARAMS_INIT;
-    if (kind == OP_MEASURE_CROP) { /* as calibrate_crop and the loader ask for it */
-        p.stage = SOPHON_WIRE_CROP;
-        p.fallback = SOPHON_FALLBACK_PIXELS;
-    }
+    if (kind == OP_MEASURE_CROP)
+        ask_crop(&p);
     uint32_t w = it->probe.info.width, h = it->probe.info.height;
     double side = sqrt(sophon_cost_model_default.box_share);
     p.box_w = w > 1 ? (uint32_t)fmax(1.0, round(w * side)) : 1;
@@ -391,8 +406,7 @@ static int calibrate_crop(struct cli *c, const char *name, const struct sophon_p
     if (wire < SOPHON_WIRE_V3)
         return -EOPNOTSUPP;
     struct sophon_prep_params q = *p;
-    q.stage = SOPHON_WIRE_CROP;
-    q.fallback = SOPHON_FALLBACK_PIXELS;
+    ask_crop(&q);
     return osd_prep(c, name, &q, wire, osd_s);
 }
 
@@ -518,13 +532,11 @@ static struct calibration calibrate(struct cli *c, const struct item *items, siz
         if (calibrate_one(c, it->name, it->size, &p, &wire, &osd_s, &local_s) < 0)
             continue;
         struct sophon_record rec = probed_record(it);
-        double area = (double)rec.width * rec.height;
         osd[0] += osd_s;
         local[0] += local_s;
         /* The box's figure, not the expectation over all boxes: the loader's speeds are its
          * samples' boxes' figures over their CPU. */
-        double box = sophon_cost_model_box_at_s(&rec, (double)p.box_w * p.box_h / area,
-                                                (double)(p.box_y + p.box_h) / rec.height, NULL);
+        double box = box_model_s(&rec, &p);
         model += box;
         /* And the crop stage's: its records' figure is SOPHON_SEL_CROP_OSD of the decode. */
         if (calibrate_crop(c, it->name, &p, wire, &osd_s) == 0) {
@@ -732,9 +744,7 @@ static double measured_box_model_s(const struct item *it)
 {
     struct sophon_record rec = probed_record(it);
     struct sophon_prep_params p = measure_params(it, OP_MEASURE);
-    double area = (double)rec.width * rec.height;
-    return sophon_cost_model_box_at_s(&rec, (double)p.box_w * p.box_h / area,
-                                      (double)(p.box_y + p.box_h) / rec.height, NULL);
+    return box_model_s(&rec, &p);
 }
 
 /*
